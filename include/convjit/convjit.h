@@ -1,0 +1,68 @@
+/* convjit C ABI: one signature for every shape, usable from C99 and through FFI.
+ *
+ * Every function validates its arguments before touching any output: on a status other than
+ * CONVJIT_OK no output byte has been written and convjit_last_error() names the parameter,
+ * its value and the rule it breaks. Nothing here aborts the process on bad input.
+ *
+ * Tensors are dense, row-major float32. Activations are NCHW (CONVJIT_NCHW; NCW / NCDHW for
+ * rank 1 / 3) or channels-last (CONVJIT_NHWC); weights are OIHW ([O][I/groups][KD][KH][KW])
+ * with NCHW and OHWI ([O][KD][KH][KW][I/groups]) with NHWC. Spatial entries are outermost
+ * first; only the first `rank` entries of each array are read. */
+#ifndef CONVJIT_CONVJIT_H
+#define CONVJIT_CONVJIT_H
+
+#include <stdint.h>
+
+#include "convjit/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { CONVJIT_OK = 0, CONVJIT_EINVAL = 1, CONVJIT_ENOMEM = 2, CONVJIT_EINTERNAL = 3 } convjit_status;
+typedef enum { CONVJIT_NCHW = 0, CONVJIT_NHWC = 1 } convjit_layout;            /* weights: OIHW / channels-last */
+typedef enum { CONVJIT_CROSS_CORRELATION = 0, CONVJIT_CONVOLUTION = 1 } convjit_mode;
+typedef enum { CONVJIT_ACT_IDENTITY = 0, CONVJIT_ACT_RELU = 1 } convjit_activation;
+
+typedef struct {
+  int32_t rank;                 /* spatial dims: 1, 2 or 3 */
+  int32_t layout;               /* convjit_layout */
+  int32_t mode;                 /* convjit_mode */
+  int64_t batch, in_channels, out_channels, groups;
+  int64_t in_size[3], kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];  /* first `rank` entries used, outermost first */
+} convjit_conv_params;
+
+typedef struct {
+  int32_t rank, layout;
+  int32_t exclude_padding;      /* mean pooling: 0 = divide by the window size (NNlib default), 1 = by the real taps */
+  int64_t batch, channels;
+  int64_t in_size[3], window[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
+} convjit_pool_params;
+
+CONVJIT_PUBLIC convjit_status convjit_conv_output_size(const convjit_conv_params*, int64_t out_size[3]);
+CONVJIT_PUBLIC convjit_status convjit_conv_forward(const convjit_conv_params*, const float* x, const float* w,
+                                   const float* bias /* NULL: none */, int32_t activation, float* y);
+CONVJIT_PUBLIC convjit_status convjit_conv_backward_data(const convjit_conv_params*, const float* dy, const float* w, float* dx);
+CONVJIT_PUBLIC convjit_status convjit_conv_backward_filter(const convjit_conv_params*, const float* x, const float* dy, float* dw);
+CONVJIT_PUBLIC convjit_status convjit_pool_output_size(const convjit_pool_params*, int64_t out_size[3]);
+CONVJIT_PUBLIC convjit_status convjit_maxpool_forward(const convjit_pool_params*, const float* x, float* y);
+CONVJIT_PUBLIC convjit_status convjit_meanpool_forward(const convjit_pool_params*, const float* x, float* y);
+CONVJIT_PUBLIC convjit_status convjit_maxpool_backward(const convjit_pool_params*, const float* x, const float* y, const float* dy, float* dx);
+CONVJIT_PUBLIC convjit_status convjit_meanpool_backward(const convjit_pool_params*, const float* dy, float* dx);
+CONVJIT_PUBLIC convjit_status convjit_lpnormpool_forward(const convjit_pool_params*, float p, const float* x, float* y);
+CONVJIT_PUBLIC convjit_status convjit_lpnormpool_backward(const convjit_pool_params*, float p, const float* x, const float* y,
+                                           const float* dy, float* dx);
+CONVJIT_PUBLIC const char*    convjit_last_error(void);            /* this thread's last error message */
+
+/* Runtime knobs beyond the design's fixed list. */
+
+/* Threads used by later calls of this process; 0 restores the default (CONVJIT_NUM_THREADS,
+ * else OpenMP's default). Negative is CONVJIT_EINVAL. */
+CONVJIT_PUBLIC convjit_status convjit_set_num_threads(int32_t num_threads);
+CONVJIT_PUBLIC int32_t        convjit_get_num_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONVJIT_CONVJIT_H */

@@ -1,0 +1,52 @@
+/* The forward-convolution tile ABI: the one contract between the driver (lib/conv_forward.cpp)
+ * and every tier's kernel (generic in lib/, JIT backends in jit/). C-compatible so generated code
+ * can read the structs by offset.
+ *
+ * The driver splits y into tiles: one output row segment (n, od, oh, ow_begin..+ow_count) of
+ * oc_count output channels, all in one group. The KERNEL handles everything inside its tile:
+ * padding (taps outside the input contribute exact zeros), the ow tail, the oc tail, the mode's
+ * kernel flip, bias and activation. The driver never names a backend.
+ *
+ * Numbers (so that every tier gives bitwise-identical results): each output is one chain of
+ * fused multiply-adds over k = 0..reduction-1 in weight-layout order, (ic, kd, kh, kw) for NCHW
+ * and (kd, kh, kw, ic) for NHWC, padded taps included as zero products, started from 0.0f;
+ * then + bias; then the activation. */
+#ifndef CONVJIT_JIT_CONV_TILE_ABI_H
+#define CONVJIT_JIT_CONV_TILE_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A validated problem, normalized to 3 spatial dims (D, H, W; missing outer dims have size 1). */
+typedef struct convjit_conv_problem {
+  int32_t layout;      /* convjit_layout: strides below already encode it */
+  int32_t flip;        /* 1: convolution mode, taps read reversed in every spatial dim */
+  int64_t batch, groups, in_channels, out_channels, ic_per_group, oc_per_group;
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad_begin[3];
+  int64_t taps;        /* kernel[0] * kernel[1] * kernel[2] */
+  int64_t reduction;   /* ic_per_group * taps: weights per output channel */
+  /* element strides: offset = n*batch + c*channel + d*spatial[0] + h*spatial[1] + w*spatial[2] */
+  struct { int64_t batch, channel, spatial[3]; } x, y;
+} convjit_conv_problem;
+
+typedef struct convjit_conv_tile {
+  const float* x;      /* image n, first input channel of the tile's group */
+  const float* w;      /* weights of the tile's first output channel (reduction floats each) */
+  const float* bias;   /* bias of the tile's first output channel, or NULL */
+  float* y;            /* y at (n, first output channel, od, oh, ow_begin) */
+  int64_t oc_count, od, oh, ow_begin, ow_count;
+  int32_t relu;        /* activation: 0 identity, 1 relu */
+  float* scratch;      /* this thread's scratch, 64-byte aligned */
+  int64_t scratch_floats;
+} convjit_conv_tile;
+
+typedef void (*convjit_conv_tile_fn)(const convjit_conv_problem* problem, const convjit_conv_tile* tile);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONVJIT_JIT_CONV_TILE_ABI_H */

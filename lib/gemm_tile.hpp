@@ -1,0 +1,36 @@
+// The register tile every generic kernel reduces to: C (m x n, m <= kTileRows, n <= kTileCols)
+// = A (m x k) * B (k x n), B packed in a panel of kTileCols floats per row.
+//
+// Numbers: each C element is one chain of fused multiply-adds over r = 0..k-1 in order, started
+// from 0 (or from C when accumulating), then + bias, then relu. Splitting k across calls with
+// `accumulate` continues the same chain, so results do not depend on the blocking.
+#pragma once
+
+#include <cstdint>
+
+namespace convjit::detail {
+
+inline constexpr int kTileRows = 6;
+inline constexpr int kTileCols = 16;
+
+struct GemmTile {
+  int64_t k;                           // reduction length
+  const float* a;                      // A(i, r) = a[i * a_row_stride + r * a_step]
+  int64_t a_row_stride, a_step;
+  const float* b;                      // B(r, j) = b[r * kTileCols + j]; columns >= n are read, ignored
+  float* c;                            // C(i, j) = c[i * c_row_stride + j * c_col_stride]
+  int64_t c_row_stride, c_col_stride;
+  int rows, cols;                      // valid m and n
+  bool accumulate;                     // C += A*B instead of C = A*B
+  const float* bias;                   // per row, or null
+  bool relu;
+};
+
+void gemm_tile(const GemmTile& tile);
+
+namespace avx2 {
+bool supported();
+void gemm_tile(const GemmTile& tile);
+}  // namespace avx2
+
+}  // namespace convjit::detail

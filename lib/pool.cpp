@@ -1,0 +1,211 @@
+// Pooling, forward and backward, for every rank and layout. A task owns a block of channels of
+// one image and walks its output pixels; per pixel, the window is clipped to the real input once
+// and the taps are visited in row-major order with the channel block innermost (contiguous in
+// NHWC, so the compiler vectorizes it). Backward tasks own their dx block, so overlapping
+// windows accumulate without races and in an order independent of the thread count.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "lib/geometry.hpp"
+#include "lib/ops_internal.hpp"
+#include "lib/patch_pack.hpp"
+#include "lib/threads.hpp"
+
+namespace convjit::detail {
+namespace {
+
+constexpr int64_t kNhwcChannelBlock = 64;
+
+// The real taps of one output pixel: index t of dim d is real for t in [lo[d], hi[d]).
+struct Window {
+  int64_t origin[3];  // input coordinate of tap 0
+  int64_t lo[3], hi[3];
+  int64_t real_taps() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
+};
+
+Window clip_window(const PoolGeometry& g, const int64_t o[3]) {
+  Window win;
+  for (int d = 0; d < 3; ++d) {
+    win.origin[d] = o[d] * g.stride[d] - g.pad_begin[d];
+    win.lo[d] = std::clamp<int64_t>(ceil_div(-win.origin[d], g.dilation[d]), 0, g.window[d]);
+    win.hi[d] = std::clamp<int64_t>(ceil_div(g.in[d] - win.origin[d], g.dilation[d]), win.lo[d], g.window[d]);
+  }
+  return win;
+}
+
+// Calls tap(offset of the tap's element in the image's first channel) in row-major order.
+template <typename Tap>
+void for_each_tap(const PoolGeometry& g, const Window& win, Tap&& tap) {
+  for (int64_t a = win.lo[0]; a < win.hi[0]; ++a) {
+    const int64_t plane = (win.origin[0] + a * g.dilation[0]) * g.x.spatial[0];
+    for (int64_t b = win.lo[1]; b < win.hi[1]; ++b) {
+      const int64_t row = plane + (win.origin[1] + b * g.dilation[1]) * g.x.spatial[1];
+      for (int64_t c = win.lo[2]; c < win.hi[2]; ++c) tap(row + (win.origin[2] + c * g.dilation[2]) * g.x.spatial[2]);
+    }
+  }
+}
+
+struct ChannelBlocks {
+  int64_t size, count;
+};
+
+ChannelBlocks channel_blocks(const PoolGeometry& g) {
+  if (g.layout == Layout::NCHW) return {1, g.channels};
+  const int64_t size = std::min(g.channels, kNhwcChannelBlock);
+  return {size, (g.channels + size - 1) / size};
+}
+
+// Runs body(n, c0, c1, output pixel index, o[3]) for every output pixel of every task.
+template <typename Body>
+void for_each_output(const PoolGeometry& g, Body&& body) {
+  const ChannelBlocks blocks = channel_blocks(g);
+  const int64_t out_pixels = g.out[0] * g.out[1] * g.out[2];
+  const int64_t taps = g.window[0] * g.window[1] * g.window[2];
+  parallel_for(g.batch * blocks.count, double(g.batch) * g.channels * out_pixels * taps, [&](int64_t task) {
+    const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
+    const int64_t c1 = std::min(g.channels, c0 + blocks.size);
+    body.begin(n, c0, c1);
+    int64_t o[3];
+    for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
+      for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+        for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
+          const int64_t y_offset = n * g.y.batch + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1] + o[2] * g.y.spatial[2];
+          body.pixel(n, c0, c1, y_offset, clip_window(g, o));
+        }
+      }
+    }
+  });
+}
+
+float lp_root(float sum, float p) { return p == 1.0f ? sum : p == 2.0f ? std::sqrt(sum) : std::pow(sum, 1.0f / p); }
+float lp_power(float magnitude, float p) {
+  return p == 1.0f ? magnitude : p == 2.0f ? magnitude * magnitude : std::pow(magnitude, p);
+}
+
+struct ForwardBody {
+  const PoolGeometry& g;
+  PoolOp op;
+  float p;
+  const float* x;
+  float* y;
+
+  void begin(int64_t, int64_t, int64_t) {}
+  void pixel(int64_t n, int64_t c0, int64_t c1, int64_t y_offset, const Window& win) {
+    float acc[kNhwcChannelBlock];
+    bool seen_number[kNhwcChannelBlock];
+    const int64_t cs = g.x.channel, count = c1 - c0;
+    const float* image = x + n * g.x.batch + c0 * cs;
+    const float init = op == PoolOp::Max ? -INFINITY : 0.0f;
+    std::fill(acc, acc + count, init);
+    std::fill(seen_number, seen_number + count, false);
+    for_each_tap(g, win, [&](int64_t offset) {
+      const float* v = image + offset;
+      for (int64_t c = 0; c < count; ++c) {
+        const float value = v[c * cs];
+        if (op == PoolOp::Max) {
+          acc[c] = value > acc[c] ? value : acc[c];  // NaN never wins
+          seen_number[c] |= value == value;
+        } else if (op == PoolOp::Mean) {
+          acc[c] += value;
+        } else {
+          acc[c] += lp_power(std::fabs(value), p);
+        }
+      }
+    });
+    const int64_t real = win.real_taps();
+    const float divisor = float(g.exclude_padding ? real : g.window[0] * g.window[1] * g.window[2]);
+    float* out = y + y_offset + c0 * g.y.channel;
+    for (int64_t c = 0; c < count; ++c) {
+      float result = acc[c];
+      if (op == PoolOp::Max) {
+        result = real == 0 ? -FLT_MAX : seen_number[c] ? acc[c] : NAN;
+      } else if (op == PoolOp::Mean) {
+        result = real == 0 ? 0.0f : acc[c] / divisor;
+      } else {
+        result = lp_root(acc[c], p);
+      }
+      out[c * g.y.channel] = result;
+    }
+  }
+};
+
+struct BackwardBody {
+  const PoolGeometry& g;
+  PoolOp op;
+  float p;
+  const float *x, *y, *dy;
+  float* dx;
+
+  void begin(int64_t n, int64_t c0, int64_t c1) {  // this task's dx block starts at zero
+    float* image = dx + n * g.x.batch;
+    const int64_t pixels = g.in[0] * g.in[1] * g.in[2];
+    if (g.layout == Layout::NCHW) {
+      std::memset(image + c0 * g.x.channel, 0, sizeof(float) * size_t((c1 - c0) * pixels));
+    } else {
+      for (int64_t q = 0; q < pixels; ++q) std::fill(image + q * g.channels + c0, image + q * g.channels + c1, 0.0f);
+    }
+  }
+
+  void pixel(int64_t n, int64_t c0, int64_t c1, int64_t y_offset, const Window& win) {
+    const int64_t cs = g.x.channel;
+    const int64_t image = n * g.x.batch + c0 * cs;
+    for (int64_t c = 0; c < c1 - c0; ++c) {
+      const int64_t yc = y_offset + (c0 + c) * g.y.channel;
+      const float grad = dy[yc];
+      if (op == PoolOp::Max) {
+        bool routed = false;  // to the first tap equal to the output, in row-major order
+        for_each_tap(g, win, [&](int64_t offset) {
+          if (!routed && x[image + offset + c * cs] == y[yc]) {
+            dx[image + offset + c * cs] += grad;
+            routed = true;
+          }
+        });
+      } else if (op == PoolOp::Mean) {
+        const int64_t divisor = g.exclude_padding ? win.real_taps() : g.window[0] * g.window[1] * g.window[2];
+        const float share = divisor == 0 ? 0.0f : grad / float(divisor);
+        for_each_tap(g, win, [&](int64_t offset) { dx[image + offset + c * cs] += share; });
+      } else {
+        const float norm = y[yc];
+        if (norm == 0.0f) continue;  // every tap is 0: the subgradient 0
+        const float scale = grad / lp_power(norm, p - 1.0f);
+        for_each_tap(g, win, [&](int64_t offset) {
+          const float v = x[image + offset + c * cs];
+          dx[image + offset + c * cs] += scale * std::copysign(lp_power(std::fabs(v), p - 1.0f), v);
+        });
+      }
+    }
+  }
+};
+
+Status check_lp_norm(PoolOp op, float p) {
+  if (op != PoolOp::LpNorm || (p > 0.0f && std::isfinite(p))) return Status::success();
+  return Status::invalid("p = " + std::to_string(p) + ": Lp-norm pooling needs a finite p > 0");
+}
+
+}  // namespace
+
+Status pool_forward(PoolOp op, const convjit_pool_params* params, float p, const float* x, float* y) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  PoolGeometry g;
+  CONVJIT_RETURN_IF_ERROR(make_pool_geometry(*params, &g));
+  CONVJIT_RETURN_IF_ERROR(check_lp_norm(op, p));
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {y, "y"}}));
+  for_each_output(g, ForwardBody{g, op, p, x, y});
+  return Status::success();
+}
+
+Status pool_backward(PoolOp op, const convjit_pool_params* params, float p, const float* x, const float* y,
+                     const float* dy, float* dx) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  PoolGeometry g;
+  CONVJIT_RETURN_IF_ERROR(make_pool_geometry(*params, &g));
+  CONVJIT_RETURN_IF_ERROR(check_lp_norm(op, p));
+  if (op != PoolOp::Mean) CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {y, "y"}}));
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{dy, "dy"}, {dx, "dx"}}));
+  for_each_output(g, BackwardBody{g, op, p, x, y, dy, dx});
+  return Status::success();
+}
+
+}  // namespace convjit::detail

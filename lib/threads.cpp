@@ -1,0 +1,50 @@
+#include "lib/threads.hpp"
+
+#include <omp.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+namespace convjit::detail {
+namespace {
+
+int default_thread_count() {
+  if (const char* env = std::getenv("CONVJIT_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return omp_get_max_threads();
+}
+
+std::atomic<int> configured_threads{0};  // 0: not chosen yet
+
+struct AlignedFree {
+  void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+
+}  // namespace
+
+int thread_count() {
+  int n = configured_threads.load(std::memory_order_relaxed);
+  if (n > 0) return n;
+  n = default_thread_count();
+  configured_threads.store(n, std::memory_order_relaxed);
+  return n;
+}
+
+void set_thread_count(int threads) { configured_threads.store(threads > 0 ? threads : default_thread_count()); }
+
+float* thread_scratch(size_t floats) {
+  thread_local std::unique_ptr<float[], AlignedFree> buffer;
+  thread_local size_t capacity = 0;
+  if (floats < kScratchFloats) floats = kScratchFloats;
+  if (floats > capacity) {
+    buffer.reset(static_cast<float*>(::operator new[](floats * sizeof(float), std::align_val_t(64))));
+    capacity = floats;
+  }
+  return buffer.get();
+}
+
+}  // namespace convjit::detail
