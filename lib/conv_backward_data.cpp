@@ -94,8 +94,9 @@ Status conv_backward_data(const convjit_conv_params* params, const float* dy, co
                 gemm_tile(tile);
               }
             }
-            visit_patches(g, dx_group, od, oh, ow0, owc, k0, run_rows, [&](int64_t k, int64_t ow, float* target) {
-              if (target) *target += dcol[k * ow_tile + ow];
+            for_each_patch_row(g, dx_group, od, oh, ow0, owc, k0, run_rows, [&](int64_t k, const PatchRow<float>& row) {
+              const float* gradient = dcol + k * ow_tile;
+              for (int64_t ow = row.lo; ow < row.hi; ++ow) row.src[(ow - row.lo) * row.step] += gradient[ow];
             });
           }
         }

@@ -48,12 +48,12 @@ Status conv_backward_filter(const convjit_conv_params* params, const float* x, c
           for (int64_t ow0 = 0; ow0 < g.out[2]; ow0 += ow_tile) {
             const int64_t owc = std::min(ow_tile, g.out[2] - ow0);
             // Panel p holds X(k0 + 16p .. +15, ow) as owc rows of 16; the k tail is zero-filled.
-            auto slot = [&](int64_t k, int64_t ow) -> float& {
-              return packed[(k / kTileCols) * owc * kTileCols + ow * kTileCols + k % kTileCols];
-            };
-            pack_patches(g, x_group, od, oh, ow0, owc, k0, kc, [&](int64_t k, int64_t ow, float v) { slot(k, ow) = v; });
+            auto row_start = [&](int64_t k) { return packed + (k / kTileCols) * owc * kTileCols + k % kTileCols; };
+            for_each_patch_row(g, x_group, od, oh, ow0, owc, k0, kc, [&](int64_t k, const PatchRow<const float>& row) {
+              store_patch_row(row, owc, row_start(k), kTileCols * kTileCols, kTileCols);
+            });
             for (int64_t k = kc; k < panels * kTileCols; ++k) {
-              for (int64_t ow = 0; ow < owc; ++ow) slot(k, ow) = 0.0f;
+              store_patch_row({nullptr, 0, 0, 0}, owc, row_start(k), kTileCols * kTileCols, kTileCols);
             }
             const float* dy_row = dy + n * g.y.batch + (group * g.oc_per_group) * g.y.channel + od * g.y.spatial[0] +
                                   oh * g.y.spatial[1] + ow0 * g.y.spatial[2];

@@ -19,10 +19,10 @@ void conv_tile_generic(const convjit_conv_problem* problem, const convjit_conv_t
     const int64_t kc = std::min(k_block, g.reduction - k0);
     const bool last_block = k0 + kc == g.reduction;
     // Panel p holds X(k, 16p .. 16p+15) as kc rows of 16; the ow tail is zero-filled.
-    pack_patches(g, t->x, t->od, t->oh, t->ow_begin, panel_floats_per_k, k0, kc,
-                 [&](int64_t k, int64_t ow, float v) {
-                   packed[(ow / kTileCols) * kc * kTileCols + k * kTileCols + ow % kTileCols] = v;
-                 });
+    for_each_patch_row(g, t->x, t->od, t->oh, t->ow_begin, t->ow_count, k0, kc,
+                       [&](int64_t k, const PatchRow<const float>& row) {
+                         store_patch_row(row, panel_floats_per_k, packed + k * kTileCols, kc * kTileCols, 1);
+                       });
     for (int64_t oc = 0; oc < t->oc_count; oc += kTileRows) {
       for (int64_t p = 0; p < panels; ++p) {
         GemmTile tile;

@@ -20,6 +20,7 @@ void tile(const GemmTile& t) {
   const __m256i mask_lo = column_mask(t.cols, 0), mask_hi = column_mask(t.cols, 8);
   const bool contiguous = t.c_col_stride == 1;
 
+#pragma GCC unroll 6
   for (int i = 0; i < Rows; ++i) {
     if (!t.accumulate) {
       acc[i][0] = acc[i][1] = _mm256_setzero_ps();
@@ -34,18 +35,23 @@ void tile(const GemmTile& t) {
     }
   }
 
+  // Locals, so the compiler keeps the accumulators in registers instead of re-reading t.
   const float* a_rows[Rows];
+#pragma GCC unroll 6
   for (int i = 0; i < Rows; ++i) a_rows[i] = t.a + i * t.a_row_stride;
   const float* b = t.b;
-  for (int64_t r = 0; r < t.k; ++r, b += kTileCols) {
+  const int64_t k = t.k, a_step = t.a_step;
+  for (int64_t r = 0; r < k; ++r, b += kTileCols) {
     const __m256 b_lo = _mm256_loadu_ps(b), b_hi = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
     for (int i = 0; i < Rows; ++i) {
-      const __m256 a = _mm256_broadcast_ss(a_rows[i] + r * t.a_step);
+      const __m256 a = _mm256_broadcast_ss(a_rows[i] + r * a_step);
       acc[i][0] = _mm256_fmadd_ps(a, b_lo, acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(a, b_hi, acc[i][1]);
     }
   }
 
+#pragma GCC unroll 6
   for (int i = 0; i < Rows; ++i) {
     if (t.bias) {
       const __m256 bias = _mm256_broadcast_ss(t.bias + i);

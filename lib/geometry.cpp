@@ -7,9 +7,11 @@ namespace {
 
 std::string field(const char* name, int dim) { return std::string(name) + "[" + std::to_string(dim) + "]"; }
 
-Status expect_at_least(const std::string& name, int64_t value, int64_t minimum) {
+// `dim` < 0 names a scalar field; the message is built only on failure (this runs every call).
+Status expect_at_least(const char* name, int dim, int64_t value, int64_t minimum) {
   if (value >= minimum) return Status::success();
-  return Status::invalid(name + " = " + std::to_string(value) + ": must be >= " + std::to_string(minimum));
+  const std::string full = dim < 0 ? std::string(name) : field(name, dim);
+  return Status::invalid(full + " = " + std::to_string(value) + ": must be >= " + std::to_string(minimum));
 }
 
 // Product of non-negative factors, failing instead of wrapping; the byte count must fit too,
@@ -37,12 +39,12 @@ Status check_layout_and_rank(int32_t rank, int32_t layout) {
 // spans dilation*(extent-1)+1 input elements and must fit the padded input at least once.
 Status window_output_size(int dim, const char* extent_name, int64_t in, int64_t extent, int64_t stride,
                           int64_t dilation, int64_t pad_begin, int64_t pad_end, int64_t* out) {
-  CONVJIT_RETURN_IF_ERROR(expect_at_least(field("in_size", dim), in, 1));
-  CONVJIT_RETURN_IF_ERROR(expect_at_least(field(extent_name, dim), extent, 1));
-  CONVJIT_RETURN_IF_ERROR(expect_at_least(field("stride", dim), stride, 1));
-  CONVJIT_RETURN_IF_ERROR(expect_at_least(field("dilation", dim), dilation, 1));
-  CONVJIT_RETURN_IF_ERROR(expect_at_least(field("pad_begin", dim), pad_begin, 0));
-  CONVJIT_RETURN_IF_ERROR(expect_at_least(field("pad_end", dim), pad_end, 0));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("in_size", dim, in, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least(extent_name, dim, extent, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("stride", dim, stride, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("dilation", dim, dilation, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("pad_begin", dim, pad_begin, 0));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("pad_end", dim, pad_end, 0));
   int64_t padded, span;
   if (__builtin_add_overflow(in, pad_begin, &padded) || __builtin_add_overflow(padded, pad_end, &padded) ||
       __builtin_mul_overflow(dilation, extent - 1, &span)) {
@@ -78,10 +80,10 @@ Status make_conv_geometry(const convjit_conv_params& p, ConvGeometry* g) {
     return Status::invalid("mode = " + std::to_string(p.mode) +
                            ": must be CONVJIT_CROSS_CORRELATION (0) or CONVJIT_CONVOLUTION (1)");
   }
-  CONVJIT_RETURN_IF_ERROR(expect_at_least("batch", p.batch, 1));
-  CONVJIT_RETURN_IF_ERROR(expect_at_least("in_channels", p.in_channels, 1));
-  CONVJIT_RETURN_IF_ERROR(expect_at_least("out_channels", p.out_channels, 1));
-  CONVJIT_RETURN_IF_ERROR(expect_at_least("groups", p.groups, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("batch", -1, p.batch, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("in_channels", -1, p.in_channels, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("out_channels", -1, p.out_channels, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("groups", -1, p.groups, 1));
   if (p.in_channels % p.groups != 0 || p.out_channels % p.groups != 0) {
     return Status::invalid("in_channels = " + std::to_string(p.in_channels) + " and out_channels = " +
                            std::to_string(p.out_channels) + " must both be divisible by groups = " +
@@ -129,8 +131,8 @@ Status make_pool_geometry(const convjit_pool_params& p, PoolGeometry* g) {
   if (p.exclude_padding != 0 && p.exclude_padding != 1) {
     return Status::invalid("exclude_padding = " + std::to_string(p.exclude_padding) + ": must be 0 or 1");
   }
-  CONVJIT_RETURN_IF_ERROR(expect_at_least("batch", p.batch, 1));
-  CONVJIT_RETURN_IF_ERROR(expect_at_least("channels", p.channels, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("batch", -1, p.batch, 1));
+  CONVJIT_RETURN_IF_ERROR(expect_at_least("channels", -1, p.channels, 1));
   PoolGeometry r{};
   r.layout = Layout(p.layout);
   r.exclude_padding = p.exclude_padding == 1;
