@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages convjit builds, tests and benchmarks with. Run as root;
+# packages already present are left alone, so a second run is quick.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config   # toolchain (OpenMP comes with GCC's libgomp)
+  libgtest-dev                       # tests
+  libbenchmark-dev                   # bench/
+  nlohmann-json3-dev                 # shapes.json reader (tools, bench)
+  libopenblas-dev libdnnl-dev        # benchmark comparisons, found optionally
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "bootstrap: missing packages ${missing[*]}; run as root (sudo) to install them" >&2
+    exit 1
+  fi
+  echo "bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,123 @@
+#include "seed_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace seednet {
+namespace {
+
+constexpr int64_t kChannels[SeedNetwork::kLayers + 1] = {1, 2, 2, 3, 3, 3, 3};
+constexpr int64_t kImageSize = 28;
+
+void he_init(std::vector<float>& v, int64_t fan_in, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / float(fan_in)));
+  for (float& x : v) x = normal(rng);
+}
+
+}  // namespace
+
+SeedNetwork::SeedNetwork(int64_t batch, uint32_t seed) : batch_(batch) {
+  std::mt19937 rng(seed);
+  int64_t size = kImageSize;
+  for (int i = 0; i < kLayers; ++i) {
+    ConvLayer& l = layers_[i];
+    l.dims.rank = 2;
+    l.dims.batch = batch;
+    l.dims.in_channels = kChannels[i];
+    l.dims.out_channels = kChannels[i + 1];
+    l.dims.in_size = {size, size, 1};
+    l.dims.kernel = {3, 3, 1};
+    size -= 2;
+    l.w.resize(size_t(l.dims.weight_elements()));
+    he_init(l.w, kChannels[i] * 9, rng);
+    l.b.assign(size_t(kChannels[i + 1]), 0.0f);
+    l.y.resize(size_t(l.dims.output_elements()));
+    l.dw.resize(l.w.size());
+    l.db.resize(l.b.size());
+    l.dy.resize(l.y.size());
+  }
+  features_ = kChannels[kLayers] * size * size;  // 3 * 16 * 16 = 768
+  dense_w.resize(size_t(kClasses * features_));
+  he_init(dense_w, features_, rng);
+  dense_b.assign(kClasses, 0.0f);
+  dense_dw.resize(dense_w.size());
+  dense_db.resize(dense_b.size());
+  probabilities_.resize(size_t(batch * kClasses));
+  logits_grad_.resize(probabilities_.size());
+  dx_scratch_.resize(size_t(batch * kImageSize * kImageSize));
+}
+
+float SeedNetwork::forward(const float* x, const int32_t* labels) {
+  const float* input = x;
+  for (ConvLayer& l : layers_) {
+    convjit::conv_forward(l.dims, input, l.w.data(), l.b.data(), convjit::Activation::Relu, l.y.data());
+    input = l.y.data();
+  }
+  labels_.assign(labels, labels + batch_);
+  double loss = 0.0;
+  for (int64_t n = 0; n < batch_; ++n) {
+    const float* features = input + n * features_;
+    float* p = &probabilities_[size_t(n * kClasses)];
+    for (int c = 0; c < kClasses; ++c) {
+      float z = dense_b[size_t(c)];
+      const float* row = &dense_w[size_t(c * features_)];
+      for (int64_t f = 0; f < features_; ++f) z += row[f] * features[f];
+      p[c] = z;
+    }
+    const float top = *std::max_element(p, p + kClasses);
+    float sum = 0.0f;
+    for (int c = 0; c < kClasses; ++c) sum += p[c] = std::exp(p[c] - top);
+    for (int c = 0; c < kClasses; ++c) p[c] /= sum;
+    loss -= std::log(std::max(p[labels[n]], 1e-30f));
+  }
+  return float(loss / double(batch_));
+}
+
+void SeedNetwork::backward(const float* x) {
+  // Softmax + cross-entropy: d(loss)/d(logits) = (p - onehot) / batch.
+  for (int64_t n = 0; n < batch_; ++n) {
+    for (int c = 0; c < kClasses; ++c) {
+      const size_t i = size_t(n * kClasses + c);
+      logits_grad_[i] = (probabilities_[i] - (c == labels_[size_t(n)] ? 1.0f : 0.0f)) / float(batch_);
+    }
+  }
+  // Dense layer: its gradients, and d(loss)/d(features) into the last conv layer's dy.
+  ConvLayer& last = layers_[kLayers - 1];
+  std::fill(dense_dw.begin(), dense_dw.end(), 0.0f);
+  std::fill(dense_db.begin(), dense_db.end(), 0.0f);
+  std::fill(last.dy.begin(), last.dy.end(), 0.0f);
+  for (int64_t n = 0; n < batch_; ++n) {
+    const float* features = last.y.data() + n * features_;
+    float* d_features = last.dy.data() + n * features_;
+    for (int c = 0; c < kClasses; ++c) {
+      const float g = logits_grad_[size_t(n * kClasses + c)];
+      dense_db[size_t(c)] += g;
+      float* dw_row = &dense_dw[size_t(c * features_)];
+      const float* w_row = &dense_w[size_t(c * features_)];
+      for (int64_t f = 0; f < features_; ++f) {
+        dw_row[f] += g * features[f];
+        d_features[f] += g * w_row[f];
+      }
+    }
+  }
+  for (int i = kLayers - 1; i >= 0; --i) {
+    ConvLayer& l = layers_[i];
+    // Through the relu: the gradient passes where the output was positive.
+    for (size_t j = 0; j < l.dy.size(); ++j) l.dy[j] = l.y[j] > 0.0f ? l.dy[j] : 0.0f;
+    const float* input = i == 0 ? x : layers_[i - 1].y.data();
+    convjit::conv_backward_filter(l.dims, input, l.dy.data(), l.dw.data());
+    const int64_t pixels = l.dims.output_elements() / (batch_ * l.dims.out_channels);
+    for (int64_t c = 0; c < l.dims.out_channels; ++c) {
+      float sum = 0.0f;
+      for (int64_t n = 0; n < batch_; ++n) {
+        const float* plane = l.dy.data() + (n * l.dims.out_channels + c) * pixels;
+        for (int64_t q = 0; q < pixels; ++q) sum += plane[q];
+      }
+      l.db[size_t(c)] = sum;
+    }
+    float* dx = i == 0 ? dx_scratch_.data() : layers_[i - 1].dy.data();
+    convjit::conv_backward_data(l.dims, l.dy.data(), l.w.data(), dx);
+  }
+}
+
+}  // namespace seednet
