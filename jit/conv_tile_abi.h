@@ -2,10 +2,11 @@
  * and every tier's kernel (generic in lib/, JIT backends in jit/). C-compatible so generated code
  * can read the structs by offset.
  *
- * The driver splits y into tiles: one output row segment (n, od, oh, ow_begin..+ow_count) of
+ * The driver splits y into tiles: `pixel_count` consecutive output pixels of one output plane
+ * (n, od), in row-major (oh, ow) order from (oh, ow) -- a tile may span several rows -- times
  * oc_count output channels, all in one group. The KERNEL handles everything inside its tile:
- * padding (taps outside the input contribute exact zeros), the ow tail, the oc tail, the mode's
- * kernel flip, bias and activation. The driver never names a backend.
+ * padding (taps outside the input contribute exact zeros), row ends, the pixel and oc tails,
+ * the mode's kernel flip, bias and activation. The driver never names a backend.
  *
  * Numbers (so that every tier gives bitwise-identical results): each output is one chain of
  * fused multiply-adds over k = 0..reduction-1 in weight-layout order, (ic, kd, kh, kw) for NCHW
@@ -36,8 +37,8 @@ typedef struct convjit_conv_tile {
   const float* x;      /* image n, first input channel of the tile's group */
   const float* w;      /* weights of the tile's first output channel (reduction floats each) */
   const float* bias;   /* bias of the tile's first output channel, or NULL */
-  float* y;            /* y at (n, first output channel, od, oh, ow_begin) */
-  int64_t oc_count, od, oh, ow_begin, ow_count;
+  float* y;            /* y at (n, first output channel, od, oh, ow) */
+  int64_t oc_count, od, oh, ow, pixel_count;
   int32_t relu;        /* activation: 0 identity, 1 relu */
   float* scratch;      /* this thread's scratch, 64-byte aligned */
   int64_t scratch_floats;

@@ -77,7 +77,7 @@ Status conv_backward_data(const convjit_conv_params* params, const float* dy, co
             const int64_t k0 = nchw ? ic0 * g.taps : run * g.ic_per_group + ic0;
             for (int64_t m = 0; m < run_rows; m += kTileRows) {
               for (int64_t p = 0; p < panels; ++p) {
-                GemmTile tile;
+                GemmTile tile{};
                 tile.k = g.oc_per_group;
                 tile.a = w_group + k0 + m;
                 tile.a_row_stride = 1;

@@ -59,7 +59,7 @@ Status conv_backward_filter(const convjit_conv_params* params, const float* x, c
                                   oh * g.y.spatial[1] + ow0 * g.y.spatial[2];
             for (int64_t oc = oc0; oc < oc1; oc += kTileRows) {
               for (int64_t p = 0; p < panels; ++p) {
-                GemmTile tile;
+                GemmTile tile{};
                 tile.k = owc;
                 tile.a = dy_row + oc * g.y.channel;
                 tile.a_row_stride = g.y.channel;

@@ -13,7 +13,10 @@ void gemm_tile_portable(const GemmTile& t) {
     for (int j = 0; j < t.cols; ++j) {
       float* c = t.c + i * t.c_row_stride + j * t.c_col_stride;
       float acc = t.accumulate ? *c : 0.0f;
-      for (int64_t r = 0; r < t.k; ++r) acc = std::fma(a_row[r * t.a_step], t.b[r * kTileCols + j], acc);
+      for (int64_t r = 0; r < t.k; ++r) {
+        const float b = t.b_rows ? t.b_rows[r][j] : t.b[r * kTileCols + j];
+        acc = std::fma(a_row[r * t.a_step], b, acc);
+      }
       if (t.bias) acc += t.bias[i];
       if (t.relu) acc = std::max(acc, 0.0f);
       *c = acc;

@@ -1,5 +1,7 @@
 // The register tile every generic kernel reduces to: C (m x n, m <= kTileRows, n <= kTileCols)
-// = A (m x k) * B (k x n), B packed in a panel of kTileCols floats per row.
+// = A (m x k) * B (k x n). Each row of B is kTileCols floats, either packed one after another or
+// found through a table of row pointers (so rows that already lie contiguous in the input are
+// read in place, unpacked).
 //
 // Numbers: each C element is one chain of fused multiply-adds over r = 0..k-1 in order, started
 // from 0 (or from C when accumulating), then + bias, then relu. Splitting k across calls with
@@ -17,7 +19,8 @@ struct GemmTile {
   int64_t k;                           // reduction length
   const float* a;                      // A(i, r) = a[i * a_row_stride + r * a_step]
   int64_t a_row_stride, a_step;
-  const float* b;                      // B(r, j) = b[r * kTileCols + j]; columns >= n are read, ignored
+  const float* b;                      // B(r, j) = b[r * kTileCols + j] when b_rows is null
+  const float* const* b_rows;          // else B(r, j) = b_rows[r][j]; columns >= n are read, ignored
   float* c;                            // C(i, j) = c[i * c_row_stride + j * c_col_stride]
   int64_t c_row_stride, c_col_stride;
   int rows, cols;                      // valid m and n

@@ -14,7 +14,7 @@ __m256i column_mask(int cols, int first) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - first), lane);
 }
 
-template <int Rows>
+template <int Rows, bool IndirectB>
 void tile(const GemmTile& t) {
   __m256 acc[Rows][2];
   const __m256i mask_lo = column_mask(t.cols, 0), mask_hi = column_mask(t.cols, 8);
@@ -41,8 +41,10 @@ void tile(const GemmTile& t) {
   for (int i = 0; i < Rows; ++i) a_rows[i] = t.a + i * t.a_row_stride;
   const float* b = t.b;
   const int64_t k = t.k, a_step = t.a_step;
+  const float* const* b_rows = t.b_rows;
   for (int64_t r = 0; r < k; ++r, b += kTileCols) {
-    const __m256 b_lo = _mm256_loadu_ps(b), b_hi = _mm256_loadu_ps(b + 8);
+    const float* b_row = IndirectB ? b_rows[r] : b;
+    const __m256 b_lo = _mm256_loadu_ps(b_row), b_hi = _mm256_loadu_ps(b_row + 8);
 #pragma GCC unroll 6
     for (int i = 0; i < Rows; ++i) {
       const __m256 a = _mm256_broadcast_ss(a_rows[i] + r * a_step);
@@ -80,15 +82,18 @@ void tile(const GemmTile& t) {
 
 bool supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
-void gemm_tile(const GemmTile& t) {
+template <bool IndirectB>
+void dispatch_rows(const GemmTile& t) {
   switch (t.rows) {
-    case 1: return tile<1>(t);
-    case 2: return tile<2>(t);
-    case 3: return tile<3>(t);
-    case 4: return tile<4>(t);
-    case 5: return tile<5>(t);
-    default: return tile<6>(t);
+    case 1: return tile<1, IndirectB>(t);
+    case 2: return tile<2, IndirectB>(t);
+    case 3: return tile<3, IndirectB>(t);
+    case 4: return tile<4, IndirectB>(t);
+    case 5: return tile<5, IndirectB>(t);
+    default: return tile<6, IndirectB>(t);
   }
 }
+
+void gemm_tile(const GemmTile& t) { return t.b_rows ? dispatch_rows<true>(t) : dispatch_rows<false>(t); }
 
 }  // namespace convjit::detail::avx2
