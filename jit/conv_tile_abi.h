@@ -40,11 +40,26 @@ typedef struct convjit_conv_tile {
   float* y;            /* y at (n, first output channel, od, oh, ow) */
   int64_t oc_count, od, oh, ow, pixel_count;
   int32_t relu;        /* activation: 0 identity, 1 relu */
+  const float* packed_weights;  /* what the kernel's prepare made of this tile's weights, or NULL */
   float* scratch;      /* this thread's scratch, 64-byte aligned */
   int64_t scratch_floats;
 } convjit_conv_tile;
 
 typedef void (*convjit_conv_tile_fn)(const convjit_conv_problem* problem, const convjit_conv_tile* tile);
+/* Optional: repacks the weights of oc_count channels from w into packed (prepare_floats floats), once
+ * before a run of tiles of those channels. */
+typedef void (*convjit_conv_prepare_fn)(const convjit_conv_problem* problem, const float* w, int64_t oc_count,
+                                        float* packed);
+
+/* What a tier registers. An interior-only kernel is given tiles of ONE output row whose every tap
+ * lies inside the input; the driver sends the other pixels to the generic kernel, which gives
+ * bitwise the same numbers. */
+typedef struct convjit_conv_kernel {
+  convjit_conv_tile_fn compute;
+  convjit_conv_prepare_fn prepare;  /* NULL: none */
+  int64_t oc_block;                 /* output channels one prepare covers (0: any) */
+  int32_t interior_only;
+} convjit_conv_kernel;
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,16 @@
 // The extern "C" shim: forwards to the Status-returning ops, records the thread's message, and
 // lets no exception cross into C.
+#include <algorithm>
+#include <cstring>
 #include <exception>
+#include <tuple>
 #include <new>
 #include <string>
 
 #include "convjit/convjit.h"
+#include "convjit/runtime.hpp"
 #include "lib/geometry.hpp"
+#include "lib/runtime_impl.hpp"
 #include "lib/ops_internal.hpp"
 #include "lib/threads.hpp"
 
@@ -59,7 +64,9 @@ extern "C" convjit_status convjit_conv_output_size(const convjit_conv_params* pa
 
 extern "C" convjit_status convjit_conv_forward(const convjit_conv_params* params, const float* x, const float* w,
                                                 const float* bias, int32_t activation, float* y) {
-  return guarded([&] { return detail::conv_forward(params, x, w, bias, activation, y); });
+  return guarded([&] {
+    return convjit::Runtime::process_default().impl().conv_forward(params, x, w, bias, activation, y);
+  });
 }
 
 extern "C" convjit_status convjit_conv_backward_data(const convjit_conv_params* params, const float* dy,
@@ -123,3 +130,131 @@ extern "C" convjit_status convjit_set_num_threads(int32_t num_threads) {
 }
 
 extern "C" int32_t convjit_get_num_threads(void) { return detail::thread_count(); }
+
+namespace {
+
+convjit::Runtime* as_runtime(convjit_runtime* runtime) { return reinterpret_cast<convjit::Runtime*>(runtime); }
+
+template <size_t N>
+void copy_text(char (&dst)[N], const std::string& src) {
+  const size_t n = std::min(N - 1, src.size());
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+}  // namespace
+
+extern "C" void convjit_policy_from_environment(convjit_policy* out) {
+  if (!out) return;
+  const convjit::Policy p = convjit::Policy::from_environment();
+  *out = {};
+  out->backend = int32_t(p.backend);
+  out->async = p.async;
+  out->num_threads = p.num_threads;
+  out->verbose = p.verbose;
+  out->specialize_sizes = p.specialize_sizes;
+  out->hot_threshold = p.hot_threshold;
+  out->max_configurations = p.max_configurations;
+  out->code_budget_bytes = p.code_budget_bytes;
+}
+
+extern "C" convjit_status convjit_runtime_create(const convjit_policy* policy, convjit_runtime** runtime) {
+  return guarded([&] {
+    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{policy, "policy"}, {runtime, "runtime"}}));
+    if (policy->backend < CONVJIT_BACKEND_AUTO || policy->backend > CONVJIT_BACKEND_NONE) {
+      return Status::invalid("policy.backend = " + std::to_string(policy->backend) + ": must be a convjit_backend");
+    }
+    for (auto [value, name, minimum] : {std::tuple{int64_t(policy->num_threads), "policy.num_threads", int64_t(0)},
+                                        std::tuple{policy->hot_threshold, "policy.hot_threshold", int64_t(0)},
+                                        std::tuple{policy->max_configurations, "policy.max_configurations", int64_t(1)},
+                                        std::tuple{policy->code_budget_bytes, "policy.code_budget_bytes", int64_t(0)}}) {
+      if (value < minimum) {
+        return Status::invalid(std::string(name) + " = " + std::to_string(value) + ": must be >= " +
+                               std::to_string(minimum));
+      }
+    }
+    convjit::Policy p;
+    p.backend = convjit::Backend(policy->backend);
+    p.async = policy->async != 0;
+    p.num_threads = policy->num_threads;
+    p.verbose = policy->verbose != 0;
+    p.specialize_sizes = policy->specialize_sizes != 0;
+    p.hot_threshold = policy->hot_threshold;
+    p.max_configurations = policy->max_configurations;
+    p.code_budget_bytes = policy->code_budget_bytes;
+    *runtime = reinterpret_cast<convjit_runtime*>(new convjit::Runtime(p));
+    return Status::success();
+  });
+}
+
+extern "C" void convjit_runtime_destroy(convjit_runtime* runtime) {
+  if (runtime && as_runtime(runtime) != &convjit::Runtime::process_default()) delete as_runtime(runtime);
+}
+
+extern "C" convjit_runtime* convjit_default_runtime(void) {
+  return reinterpret_cast<convjit_runtime*>(&convjit::Runtime::process_default());
+}
+
+extern "C" convjit_status convjit_runtime_conv_forward(convjit_runtime* runtime, const convjit_conv_params* params,
+                                                       const float* x, const float* w, const float* bias,
+                                                       int32_t activation, float* y) {
+  return guarded([&] {
+    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{runtime, "runtime"}}));
+    return as_runtime(runtime)->impl().conv_forward(params, x, w, bias, activation, y);
+  });
+}
+
+extern "C" convjit_status convjit_runtime_wait(convjit_runtime* runtime) {
+  return guarded([&] {
+    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{runtime, "runtime"}}));
+    as_runtime(runtime)->wait_for_compiles();
+    return Status::success();
+  });
+}
+
+extern "C" convjit_status convjit_runtime_get_totals(convjit_runtime* runtime, convjit_runtime_totals* totals) {
+  return guarded([&] {
+    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{runtime, "runtime"}, {totals, "totals"}}));
+    const convjit::RuntimeStats s = as_runtime(runtime)->stats();
+    *totals = {};
+    totals->configurations = int64_t(s.configurations.size());
+    for (const convjit::ConfigStats& c : s.configurations) {
+      totals->calls_generic += c.calls_generic;
+      totals->calls_jit += c.calls_jit;
+    }
+    totals->compiles = s.compiles;
+    totals->compile_failures = s.compile_failures;
+    totals->kernels = s.kernels;
+    totals->code_bytes = s.code_bytes;
+    totals->evictions = s.evictions;
+    return Status::success();
+  });
+}
+
+extern "C" convjit_status convjit_runtime_get_config_stats(convjit_runtime* runtime, convjit_config_stats* out,
+                                                           int64_t capacity, int64_t* count) {
+  return guarded([&] {
+    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{runtime, "runtime"}, {count, "count"}}));
+    if (capacity > 0) CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{out, "out"}}));
+    const convjit::RuntimeStats s = as_runtime(runtime)->stats();
+    *count = int64_t(s.configurations.size());
+    for (int64_t i = 0; i < capacity && i < *count; ++i) {
+      const convjit::ConfigStats& c = s.configurations[size_t(i)];
+      convjit_config_stats& o = out[i];
+      o = {};
+      o.params = c.dims.to_c();
+      o.activation = int32_t(c.activation);
+      o.has_bias = c.has_bias;
+      o.calls_generic = c.calls_generic;
+      o.calls_jit = c.calls_jit;
+      o.code_bytes = c.code_bytes;
+      o.mean_ns_generic = c.mean_ns_generic;
+      o.mean_ns_jit = c.mean_ns_jit;
+      o.compile_us = c.compile_us;
+      copy_text(o.state, c.state);
+      copy_text(o.kernel, c.kernel);
+      copy_text(o.failure, c.failure);
+    }
+    return Status::success();
+  });
+}

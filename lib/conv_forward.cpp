@@ -2,10 +2,13 @@
 // of the tier in force on each (today tier 0, conv_tile_generic).
 #include <algorithm>
 
+#include "lib/conv_forward.hpp"
+
 #include "lib/conv_tile_generic.hpp"
 #include "lib/gemm_tile.hpp"
 #include "lib/geometry.hpp"
 #include "lib/ops_internal.hpp"
+#include "lib/patch_pack.hpp"
 #include "lib/threads.hpp"
 
 namespace convjit::detail {
@@ -21,7 +24,7 @@ struct ForwardTiling {
   int64_t tasks() const { return pixel_tiles * oc_chunks; }  // per (n, group, od)
 };
 
-ForwardTiling plan_forward(const ConvGeometry& g) {
+ForwardTiling plan_forward(const ConvGeometry& g, int threads) {
   ForwardTiling t{};
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t panels = (pixels + kTileCols - 1) / kTileCols;
@@ -29,7 +32,7 @@ ForwardTiling plan_forward(const ConvGeometry& g) {
   int64_t tiles = std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget);
   // ... and that every thread has some, when the planes are few.
   const int64_t planes = g.batch * g.groups * g.out[0];
-  const int64_t wanted = 4 * int64_t(thread_count());
+  const int64_t wanted = 4 * int64_t(threads);
   if (planes * tiles < wanted) tiles = (wanted + planes - 1) / planes;
   tiles = std::min(tiles, panels);
   t.pixel_tile = (panels + tiles - 1) / tiles * kTileCols;
@@ -45,23 +48,74 @@ ForwardTiling plan_forward(const ConvGeometry& g) {
   return t;
 }
 
+// Output positions whose every tap lies inside the input, per dim: [lo, hi).
+struct InteriorRange {
+  int64_t lo[3], hi[3];
+};
+
+InteriorRange interior_range(const ConvGeometry& g) {
+  InteriorRange r;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t last_tap = (g.kernel[d] - 1) * g.dilation[d];
+    r.lo[d] = std::min(g.out[d], ceil_div(g.pad_begin[d], g.stride[d]));
+    r.hi[d] = std::clamp<int64_t>(floor_div(g.in[d] - 1 + g.pad_begin[d] - last_tap, g.stride[d]) + 1, r.lo[d], g.out[d]);
+  }
+  return r;
+}
+
+// One task's pixels with a specialized interior-only kernel: each output row's interior goes to
+// it, the rest (padding edges, rows whose taps leave the input) to the generic tile.
+void run_split_rows(const ConvGeometry& g, const convjit_conv_kernel& specialized, const InteriorRange& interior,
+                    convjit_conv_tile tile) {
+  const bool plane_interior = tile.od >= interior.lo[0] && tile.od < interior.hi[0];
+  const float* y_start = tile.y;
+  int64_t oh = tile.oh, ow = tile.ow;
+  for (int64_t done = 0; done < tile.pixel_count; done += g.out[2] - ow, ow = 0, ++oh) {
+    const int64_t end = std::min(g.out[2], ow + tile.pixel_count - done);  // this row: [ow, end)
+    const bool row_interior = plane_interior && oh >= interior.lo[1] && oh < interior.hi[1];
+    const int64_t lo = row_interior ? std::clamp(interior.lo[2], ow, end) : end;
+    const int64_t hi = row_interior ? std::clamp(interior.hi[2], lo, end) : end;
+    auto run = [&](const convjit_conv_tile_fn fn, int64_t first, int64_t last) {
+      if (first >= last) return;
+      convjit_conv_tile part = tile;
+      part.oh = oh;
+      part.ow = first;
+      part.pixel_count = last - first;
+      part.y = const_cast<float*>(y_start) + (done + first - ow) * g.y.spatial[2];
+      fn(&g, &part);
+    };
+    run(conv_tile_generic, ow, lo);
+    run(specialized.compute, lo, hi);
+    run(conv_tile_generic, hi, end);
+  }
+}
+
 }  // namespace
 
-Status conv_forward(const convjit_conv_params* params, const float* x, const float* w, const float* bias,
-                    int32_t activation, float* y) {
+Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
+                             const float* y, ConvGeometry* g) {
   CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
-  ConvGeometry g;
-  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, &g));
+  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, g));
   CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {w, "w"}, {y, "y"}}));
   if (activation != CONVJIT_ACT_IDENTITY && activation != CONVJIT_ACT_RELU) {
     return Status::invalid("activation = " + std::to_string(activation) +
                            ": must be CONVJIT_ACT_IDENTITY (0) or CONVJIT_ACT_RELU (1)");
   }
+  return Status::success();
+}
 
-  const ForwardTiling tiling = plan_forward(g);
+void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* specialized, int threads, const float* x,
+                      const float* w, const float* bias, bool relu, float* y) {
+  const ForwardTiling tiling = plan_forward(g, threads);
   const int64_t pixels = g.out[1] * g.out[2];
-  const convjit_conv_tile_fn kernel = conv_tile_generic;
-  parallel_for(g.batch * g.groups * g.out[0] * tiling.tasks(), g.flops(), [&](int64_t task) {
+  const InteriorRange interior = interior_range(g);
+  // A kernel with prepare packs the weights of oc_block channels at a time ahead of the scratch
+  // the generic tile uses.
+  const bool prepared = specialized && specialized->prepare;
+  const int64_t oc_block = prepared ? specialized->oc_block : tiling.oc_chunk;
+  const int64_t prepared_floats = prepared ? g.reduction * oc_block : 0;
+
+  parallel_for(threads, g.batch * g.groups * g.out[0] * tiling.tasks(), g.flops(), [&](int64_t task) {
     const int64_t oc_chunk = task % tiling.oc_chunks;
     const int64_t pixel_tile = task / tiling.oc_chunks % tiling.pixel_tiles;
     int64_t plane = task / tiling.tasks();
@@ -69,24 +123,34 @@ Status conv_forward(const convjit_conv_params* params, const float* x, const flo
     plane /= g.out[0];
     const int64_t group = plane % g.groups, n = plane / g.groups;
 
-    const int64_t oc = group * g.oc_per_group + oc_chunk * tiling.oc_chunk;
+    const int64_t first_oc = group * g.oc_per_group + oc_chunk * tiling.oc_chunk;
+    const int64_t end_oc = std::min(first_oc + tiling.oc_chunk, (group + 1) * g.oc_per_group);
     const int64_t first_pixel = pixel_tile * tiling.pixel_tile;
+    float* scratch = thread_scratch(size_t(prepared_floats) + kScratchFloats);
     convjit_conv_tile tile;
     tile.x = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
-    tile.w = w + oc * g.reduction;
-    tile.bias = bias ? bias + oc : nullptr;
-    tile.y = y + n * g.y.batch + oc * g.y.channel + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];
-    tile.oc_count = std::min(tiling.oc_chunk, (group + 1) * g.oc_per_group - oc);
     tile.od = od;
     tile.oh = first_pixel / g.out[2];
     tile.ow = first_pixel % g.out[2];
     tile.pixel_count = std::min(tiling.pixel_tile, pixels - first_pixel);
-    tile.relu = activation == CONVJIT_ACT_RELU;
+    tile.relu = relu;
+    tile.packed_weights = prepared ? scratch : nullptr;
+    tile.scratch = scratch + prepared_floats;
     tile.scratch_floats = int64_t(kScratchFloats);
-    tile.scratch = thread_scratch(kScratchFloats);
-    kernel(&g, &tile);
+    for (int64_t oc = first_oc; oc < end_oc; oc += oc_block) {
+      tile.w = w + oc * g.reduction;
+      tile.bias = bias ? bias + oc : nullptr;
+      tile.y = y + n * g.y.batch + oc * g.y.channel + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];
+      tile.oc_count = std::min(oc_block, end_oc - oc);
+      if (!specialized) {
+        conv_tile_generic(&g, &tile);
+        continue;
+      }
+      if (prepared) specialized->prepare(&g, tile.w, tile.oc_count, scratch);
+      if (specialized->interior_only) run_split_rows(g, *specialized, interior, tile);
+      else specialized->compute(&g, &tile);
+    }
   });
-  return Status::success();
 }
 
 }  // namespace convjit::detail

@@ -1,5 +1,6 @@
 // The C++ API: the same ops as the C ABI, throwing convjit::Error instead of returning a status.
 #include "convjit/ops.hpp"
+#include "convjit/runtime.hpp"
 #include "lib/ops_internal.hpp"
 #include "lib/threads.hpp"
 
@@ -12,10 +13,9 @@ void throw_if_error(const detail::Status& status) {
 
 }  // namespace
 
-void conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias,
-                                 Activation activation, float* y) {
-  const convjit_conv_params params = dims.to_c();
-  throw_if_error(detail::conv_forward(&params, x, w, bias, int32_t(activation), y));
+void conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias, Activation activation,
+                  float* y) {
+  Runtime::process_default().conv_forward(dims, x, w, bias, activation, y);
 }
 
 void conv_backward_data(const ConvDims& dims, const float* dy, const float* w, float* dx) {

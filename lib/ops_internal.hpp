@@ -1,5 +1,6 @@
 // The ops as the library implements them: C structs in, Status out, no exceptions. The C ABI
-// forwards here directly; the C++ API converts its dims and throws on failure.
+// forwards here directly; the C++ API converts its dims and throws on failure. (Forward
+// convolution goes through the runtime: lib/runtime_impl.hpp.)
 #pragma once
 
 #include "convjit/convjit.h"
@@ -7,8 +8,6 @@
 
 namespace convjit::detail {
 
-Status conv_forward(const convjit_conv_params* params, const float* x, const float* w, const float* bias,
-                    int32_t activation, float* y);
 Status conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w, float* dx);
 Status conv_backward_filter(const convjit_conv_params* params, const float* x, const float* dy, float* dw);
 

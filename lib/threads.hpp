@@ -14,16 +14,21 @@ void set_thread_count(int threads);   // 0 = default: CONVJIT_NUM_THREADS, else 
 // Below this much work (in flops or element visits) a call runs on one thread.
 inline constexpr double kParallelWorkThreshold = 2e5;
 
-// Runs body(task) for task in [0, tasks). Tasks are split statically into contiguous ranges.
+// Runs body(task) for task in [0, tasks) on up to `threads` threads. Tasks are split statically
+// into contiguous ranges.
 template <typename Body>
-void parallel_for(int64_t tasks, double work, Body&& body) {
-  int threads = thread_count();
+void parallel_for(int threads, int64_t tasks, double work, Body&& body) {
   if (threads <= 1 || tasks <= 1 || work < kParallelWorkThreshold) {
     for (int64_t t = 0; t < tasks; ++t) body(t);
     return;
   }
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t t = 0; t < tasks; ++t) body(t);
+}
+
+template <typename Body>
+void parallel_for(int64_t tasks, double work, Body&& body) {
+  parallel_for(thread_count(), tasks, work, body);
 }
 
 // This thread's scratch: allocated on first use, reused by every later call on the thread, so

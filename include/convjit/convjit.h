@@ -61,6 +61,53 @@ CONVJIT_PUBLIC const char*    convjit_last_error(void);            /* this threa
 CONVJIT_PUBLIC convjit_status convjit_set_num_threads(int32_t num_threads);
 CONVJIT_PUBLIC int32_t        convjit_get_num_threads(void);
 
+/* The tiered runtime (see convjit/runtime.hpp). The functions above run on the process-wide
+ * default runtime, configured by the CONVJIT_* environment variables; apps may create their own. */
+typedef enum {
+  CONVJIT_BACKEND_AUTO = 0, CONVJIT_BACKEND_XBYAK = 1, CONVJIT_BACKEND_LLVM = 2, CONVJIT_BACKEND_NONE = 3
+} convjit_backend;
+
+typedef struct {
+  int32_t backend;              /* convjit_backend */
+  int32_t async;                /* 1: compile on a background thread; 0: in the calling thread */
+  int32_t num_threads;          /* 0: the process setting */
+  int32_t verbose;              /* 1: one stderr line per compile and per first call of a configuration */
+  int32_t specialize_sizes;     /* 1: also specialize on channel counts and spatial sizes */
+  int32_t reserved;
+  int64_t hot_threshold;        /* calls before a configuration is compiled; 0 or 1: first sight */
+  int64_t max_configurations;   /* detector table size */
+  int64_t code_budget_bytes;    /* compiled code beyond this is refused */
+} convjit_policy;
+
+typedef struct convjit_runtime convjit_runtime;
+
+typedef struct {
+  int64_t configurations, calls_generic, calls_jit, compiles, compile_failures, kernels, code_bytes, evictions;
+} convjit_runtime_totals;
+
+typedef struct {
+  convjit_conv_params params;
+  int32_t activation, has_bias;
+  int64_t calls_generic, calls_jit, code_bytes;
+  double mean_ns_generic, mean_ns_jit, compile_us;   /* mean times are sampled */
+  char state[16];               /* "cold", "queued", "jit", "failed" */
+  char kernel[96];              /* the specialized kernel's name, once compiled */
+  char failure[128];            /* why its compile failed */
+} convjit_config_stats;
+
+CONVJIT_PUBLIC void           convjit_policy_from_environment(convjit_policy* policy);
+CONVJIT_PUBLIC convjit_status convjit_runtime_create(const convjit_policy* policy, convjit_runtime** runtime);
+CONVJIT_PUBLIC void           convjit_runtime_destroy(convjit_runtime* runtime);
+CONVJIT_PUBLIC convjit_runtime* convjit_default_runtime(void);
+CONVJIT_PUBLIC convjit_status convjit_runtime_conv_forward(convjit_runtime* runtime, const convjit_conv_params* params,
+                                                           const float* x, const float* w, const float* bias,
+                                                           int32_t activation, float* y);
+CONVJIT_PUBLIC convjit_status convjit_runtime_wait(convjit_runtime* runtime);   /* for queued compiles */
+CONVJIT_PUBLIC convjit_status convjit_runtime_get_totals(convjit_runtime* runtime, convjit_runtime_totals* totals);
+/* Writes up to capacity configurations to out and their total number to *count. */
+CONVJIT_PUBLIC convjit_status convjit_runtime_get_config_stats(convjit_runtime* runtime, convjit_config_stats* out,
+                                                               int64_t capacity, int64_t* count);
+
 #ifdef __cplusplus
 }
 #endif

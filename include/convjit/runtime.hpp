@@ -1,0 +1,80 @@
+// The tiered runtime: counts calls per configuration, compiles a specialized forward kernel for a
+// configuration once it is hot, and runs it from then on, with no change to any type or
+// signature. Results are bitwise identical on every tier and for every thread count.
+//
+// The free functions of ops.hpp use Runtime::process_default(), configured by the environment
+// (CONVJIT_BACKEND, CONVJIT_HOT_THRESHOLD, CONVJIT_ASYNC, CONVJIT_NUM_THREADS, CONVJIT_VERBOSE,
+// CONVJIT_SPECIALIZE_SIZES, CONVJIT_MAX_CONFIGURATIONS, CONVJIT_CODE_BUDGET). Apps that want
+// their own policy create Runtime objects; every method is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convjit/dims.hpp"
+#include "convjit/export.h"
+
+namespace convjit {
+
+enum class Backend : int32_t { Auto = 0, Xbyak = 1, Llvm = 2, None = 3 };
+
+struct CONVJIT_PUBLIC Policy {
+  Backend backend = Backend::Auto;  // Auto: the best available on this host
+  int64_t hot_threshold = 2;        // calls before a configuration is compiled; 0 or 1: on first sight
+  bool async = true;                // compile on a background thread; false: in the calling thread
+  int num_threads = 0;              // 0: the process setting (convjit::set_num_threads)
+  bool verbose = false;             // one line per compile and per first call of a configuration
+  bool specialize_sizes = false;    // also specialize on channel counts and spatial sizes
+  int64_t max_configurations = 4096;       // detector table size; cold configurations age out
+  int64_t code_budget_bytes = 64 << 20;    // compiled code beyond this is refused (stays generic)
+
+  static Policy from_environment();  // defaults overridden by the CONVJIT_* variables
+};
+
+// Per configuration (op, dims, layout, mode, post-op).
+struct ConfigStats {
+  ConvDims dims;
+  Activation activation = Activation::Identity;
+  bool has_bias = false;
+  int64_t calls_generic = 0, calls_jit = 0;
+  double mean_ns_generic = 0, mean_ns_jit = 0;  // sampled
+  std::string state;     // "cold", "queued", "jit", "failed"
+  std::string kernel;    // specialized kernel name, once compiled
+  std::string backend;
+  std::string failure;   // why the last compile failed
+  double compile_us = 0;
+  int64_t code_bytes = 0;
+};
+
+struct RuntimeStats {
+  std::string backend;   // in force ("none" when no backend is usable)
+  std::string backend_unavailable_reason;
+  std::vector<ConfigStats> configurations;
+  int64_t compiles = 0, compile_failures = 0, kernels = 0, code_bytes = 0, evictions = 0;
+};
+
+class CONVJIT_PUBLIC Runtime {
+ public:
+  explicit Runtime(const Policy& policy = Policy::from_environment());
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  static Runtime& process_default();
+
+  void conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias, Activation activation,
+                    float* y);
+  const Policy& policy() const;
+  RuntimeStats stats() const;
+  void wait_for_compiles();  // until every requested compile has finished
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace convjit

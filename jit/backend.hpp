@@ -1,0 +1,35 @@
+// What a JIT backend offers the runtime: compiled forward kernels for specialization keys.
+// Backends are plain factories (no LLVM or Xbyak type escapes jit/), thread-safe, and never
+// throw: a failed compile is a message, and the configuration stays on the generic tier.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "jit/conv_tile_abi.h"
+#include "jit/spec_key.hpp"
+
+namespace convjit::jit {
+
+struct CompiledKernel {
+  convjit_conv_kernel kernel;
+  SpecKey key;
+  std::string name;
+  size_t code_bytes = 0;
+  std::shared_ptr<void> code;  // owns the executable memory
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  // Empty when usable on this host, else why not (e.g. "host lacks AVX2/FMA").
+  virtual std::string unavailable_reason() const = 0;
+  // Returns false and sets *error when the key is unsupported or generation fails.
+  virtual bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) = 0;
+};
+
+// Null when the backend is not built in.
+std::unique_ptr<Backend> make_xbyak_backend();
+
+}  // namespace convjit::jit

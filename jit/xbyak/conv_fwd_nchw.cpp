@@ -1,0 +1,338 @@
+#include "jit/xbyak/conv_fwd_nchw.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <xbyak/xbyak.h>
+
+namespace convjit::jit::xbyak {
+namespace {
+
+using namespace Xbyak;
+using namespace Xbyak::util;
+
+alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+#define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
+#define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
+
+// Emits: for each block of 4 output channels, for each run of 16 pixels of the row segment,
+//   acc[oc][px] = sum over ic, (kd, kh, kw) in OIHW order of w[oc][ic][kd][kh][kw] * x[...]
+// as one FMA chain per output, then + bias, then relu: the generic tier's numbers exactly.
+class Generator : public CodeGenerator {
+ public:
+  Generator(const SpecKey& key, size_t code_size)
+      : CodeGenerator(code_size, DontSetProtectRWE), key_(key), taps_(key.kernel[0] * key.kernel[1] * key.kernel[2]) {
+    emit_prologue();
+    emit_oc_loop();
+    emit_epilogue();
+  }
+
+ private:
+  // Registers. Arguments first (System V), reused once their fields are read.
+  const Reg64 reg_problem = rdi, reg_tile = rsi;
+  const Reg64 reg_x_channel = rdi;  // x of the current input channel, at the block's first pixel
+  const Reg64 reg_x_block = rsi;    // x at the current pixel block, input channel 0
+  const Reg64 reg_w[kNchwOcBlock] = {r8, r9, r10, r11};  // weight rows of the block's channels
+  const Reg64 reg_row = rbx, reg_plane = rdx;  // input row / plane of the current tap
+  const Reg64 reg_ic = rcx, reg_pixels_left = rbp, reg_y = r12;
+  const Reg64 reg_plane_step = r13, reg_row_step = r14, reg_channel_step = r15;  // bytes, dilation applied
+
+  // Locals on the stack.
+  enum Local { kXBase, kYBlock, kBiasBlock, kOcLeft, kPixels, kWeightBytes, kYChannelBytes, kIcCount, kLocals };
+  Address local(Local l) { return qword[rsp + 8 * int(l)]; }
+
+  const Ymm acc(int oc, int v) const { return Ymm(oc * kNchwVectors + v); }
+  const Ymm reg_xv[2] = {ymm8, ymm9};
+  const Ymm reg_weight = ymm10, reg_mask_lo = ymm11, reg_tmp_a = ymm12, reg_tmp_b = ymm13;
+  const Ymm reg_pixel_mask = ymm14, reg_mask_hi = ymm15;  // stride 2 only
+  // Pixel lanes of the last vector; with stride 1 they coincide with its input lanes.
+  const Ymm& store_mask() const { return key_.stride[2] == 1 ? reg_mask_lo : reg_pixel_mask; }
+
+  void emit_prologue() {
+    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
+    sub(rsp, 8 * kLocals);
+    // Input origin of the segment: tap (0, 0, 0) of pixel (od, oh, ow), unflipped.
+    mov(rax, TILE(od));
+    imul(rax, rax, int(key_.stride[0]));
+    sub(rax, PROBLEM(pad_begin[0]));
+    imul(rax, PROBLEM(x.spatial[0]));
+    mov(rdx, TILE(oh));
+    imul(rdx, rdx, int(key_.stride[1]));
+    sub(rdx, PROBLEM(pad_begin[1]));
+    imul(rdx, PROBLEM(x.spatial[1]));
+    add(rax, rdx);
+    mov(rdx, TILE(ow));
+    imul(rdx, rdx, int(key_.stride[2]));
+    sub(rdx, PROBLEM(pad_begin[2]));
+    add(rax, rdx);
+    mov(rdx, TILE(x));
+    lea(rax, ptr[rdx + rax * 4]);
+    mov(local(kXBase), rax);
+
+    mov(reg_plane_step, PROBLEM(x.spatial[0]));
+    imul(reg_plane_step, reg_plane_step, int(4 * key_.dilation[0]));
+    mov(reg_row_step, PROBLEM(x.spatial[1]));
+    imul(reg_row_step, reg_row_step, int(4 * key_.dilation[1]));
+    mov(reg_channel_step, PROBLEM(x.channel));
+    shl(reg_channel_step, 2);
+    mov(rax, PROBLEM(reduction));
+    shl(rax, 2);
+    mov(local(kWeightBytes), rax);
+    mov(rax, PROBLEM(y.channel));
+    shl(rax, 2);
+    mov(local(kYChannelBytes), rax);
+    if (key_.ic_per_group) {
+      mov(local(kIcCount), int(key_.ic_per_group));
+    } else {
+      mov(rax, PROBLEM(ic_per_group));
+      mov(local(kIcCount), rax);
+    }
+    for (auto [from, to] : {std::pair{offsetof(convjit_conv_tile, y), kYBlock},
+                            std::pair{offsetof(convjit_conv_tile, bias), kBiasBlock},
+                            std::pair{offsetof(convjit_conv_tile, oc_count), kOcLeft},
+                            std::pair{offsetof(convjit_conv_tile, pixel_count), kPixels}}) {
+      mov(rax, qword[reg_tile + from]);
+      mov(local(to), rax);
+    }
+    mov(reg_w[0], TILE(w));
+  }
+
+  // Channel blocks of 4. A block with fewer real channels points its missing weight rows at the
+  // last real one and skips their stores, so no code path depends on the channel count.
+  void emit_oc_loop() {
+    Label oc_loop;
+    L(oc_loop);
+    mov(rax, local(kWeightBytes));
+    mov(rdx, local(kOcLeft));
+    for (int i = 1; i < kNchwOcBlock; ++i) {
+      lea(reg_w[i], ptr[reg_w[i - 1] + rax]);
+      cmp(rdx, i);
+      cmovle(reg_w[i], reg_w[i - 1]);
+    }
+    emit_pixel_loop();
+    mov(rax, local(kWeightBytes));
+    shl(rax, 2);
+    add(reg_w[0], rax);
+    mov(rax, local(kYChannelBytes));
+    shl(rax, 2);
+    add(local(kYBlock), rax);
+    Label no_bias;
+    cmp(local(kBiasBlock), 0);
+    je(no_bias);
+    add(local(kBiasBlock), 4 * kNchwOcBlock);
+    L(no_bias);
+    sub(local(kOcLeft), kNchwOcBlock);
+    jg(oc_loop, T_NEAR);
+  }
+
+  // Runs of 16 pixels, then a tail of 1..15 with the last vector masked.
+  void emit_pixel_loop() {
+    Label pixel_loop, tail, tail_two, done;
+    mov(reg_pixels_left, local(kPixels));
+    mov(reg_x_block, local(kXBase));
+    mov(reg_y, local(kYBlock));
+    if (key_.stride[2] == 2) {  // full blocks: load mask of the last stride-2 load, lanes 0..6
+      mov(rax, reinterpret_cast<size_t>(kLaneIndex));
+      mov(edx, 7);
+      vmovd(Xmm(reg_mask_hi.getIdx()), edx);
+      vpbroadcastd(reg_mask_hi, Xmm(reg_mask_hi.getIdx()));
+      vpcmpgtd(reg_mask_hi, reg_mask_hi, ptr[rax]);
+    }
+    L(pixel_loop);
+    cmp(reg_pixels_left, 8 * kNchwVectors);
+    jl(tail, T_NEAR);
+    emit_block(kNchwVectors, false);
+    add(reg_x_block, int(4 * 8 * kNchwVectors * key_.stride[2]));
+    add(reg_y, 4 * 8 * kNchwVectors);
+    sub(reg_pixels_left, 8 * kNchwVectors);
+    jmp(pixel_loop, T_NEAR);
+    L(tail);
+    test(reg_pixels_left, reg_pixels_left);
+    jz(done, T_NEAR);
+    cmp(reg_pixels_left, 8);
+    jg(tail_two, T_NEAR);
+    emit_lane_masks(0);
+    emit_block(1, true);
+    jmp(done, T_NEAR);
+    L(tail_two);
+    emit_lane_masks(8);
+    emit_block(2, true);
+    L(done);
+  }
+
+  // Masks of the last vector: lanes whose pixel (index first + lane) is in the segment. With
+  // stride 2 a vector is built from two loads; their masks cover exactly the inputs it needs.
+  void emit_lane_masks(int first) {
+    mov(rax, reinterpret_cast<size_t>(kLaneIndex));
+    auto mask_below = [&](const Ymm& mask, int scale, int offset) {  // lane < scale*(left-first) + offset
+      lea(rdx, ptr[reg_pixels_left * scale + (offset - scale * first)]);
+      vmovq(Xmm(mask.getIdx()), rdx);
+      vpbroadcastd(mask, Xmm(mask.getIdx()));
+      vpcmpgtd(mask, mask, ptr[rax]);
+    };
+    if (key_.stride[2] == 1) {
+      mask_below(reg_mask_lo, 1, 0);
+    } else {  // stride 2: pixel lane j reads input 2j of the two loads; the last needs no odd neighbour
+      mask_below(reg_mask_lo, 2, -1);
+      mask_below(reg_mask_hi, 2, -9);
+      mask_below(reg_pixel_mask, 1, 0);
+    }
+  }
+
+  // Input vector v of tap kw (flipped as the mode says) for 8 consecutive pixels into reg_xv[v].
+  void emit_load_input(int v, int64_t kw_input, bool masked) {
+    const int64_t offset = 4 * (kw_input * key_.dilation[2] + 8 * v * key_.stride[2]);
+    const Ymm& dst = reg_xv[v];
+    if (key_.stride[2] == 1) {
+      if (masked) vmaskmovps(dst, reg_mask_lo, ptr[reg_row + offset]);
+      else vmovups(dst, ptr[reg_row + offset]);
+      return;
+    }
+    // Stride 2: the even elements of 16 consecutive inputs.
+    if (masked) {
+      vmaskmovps(reg_tmp_a, reg_mask_lo, ptr[reg_row + offset]);
+      vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
+    } else {  // the last element of a full block's last load is an odd input past the row's end
+      vmovups(reg_tmp_a, ptr[reg_row + offset]);
+      if (v == kNchwVectors - 1) vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
+      else vmovups(reg_tmp_b, ptr[reg_row + offset + 32]);
+    }
+    vshufps(dst, reg_tmp_a, reg_tmp_b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
+    vpermpd(dst, dst, 0xD8);                   // a0 a2 a4 a6 b0 b2 b4 b6
+  }
+
+  // One block: `vectors` ymm of pixels x 4 channels, reduced over every input channel and tap.
+  void emit_block(int vectors, bool masked_last) {
+    for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+      for (int v = 0; v < vectors; ++v) vxorps(acc(oc, v), acc(oc, v), acc(oc, v));
+    }
+    mov(reg_x_channel, reg_x_block);
+    mov(reg_ic, local(kIcCount));
+    Label ic_loop;
+    L(ic_loop);
+    emit_taps(vectors, masked_last);
+    add(reg_x_channel, reg_channel_step);
+    for (const Reg64& w : reg_w) add(w, int(4 * taps_));
+    dec(reg_ic);
+    jnz(ic_loop, T_NEAR);
+    mov(rax, local(kWeightBytes));
+    for (const Reg64& w : reg_w) sub(w, rax);
+    emit_store(vectors, masked_last);
+  }
+
+  // The taps of one input channel, in OIHW weight order; rows are walked with running pointers.
+  void emit_taps(int vectors, bool masked_last) {
+    const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
+    auto input_tap = [&](int64_t t, int64_t n) { return key_.flip ? n - 1 - t : t; };
+    mov(reg_plane, reg_x_channel);
+    if (key_.flip && kd_n > 1) emit_add_multiple(reg_plane, reg_plane_step, kd_n - 1);
+    for (int64_t kd = 0; kd < kd_n; ++kd) {
+      if (kd > 0) key_.flip ? sub(reg_plane, reg_plane_step) : add(reg_plane, reg_plane_step);
+      mov(reg_row, reg_plane);
+      if (key_.flip && kh_n > 1) emit_add_multiple(reg_row, reg_row_step, kh_n - 1);
+      for (int64_t kh = 0; kh < kh_n; ++kh) {
+        if (kh > 0) key_.flip ? sub(reg_row, reg_row_step) : add(reg_row, reg_row_step);
+        for (int64_t kw = 0; kw < kw_n; ++kw) {
+          const int64_t tap = (kd * kh_n + kh) * kw_n + kw;
+          for (int v = 0; v < vectors; ++v) emit_load_input(v, input_tap(kw, kw_n), masked_last && v == vectors - 1);
+          for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+            vbroadcastss(reg_weight, ptr[reg_w[oc] + 4 * tap]);
+            for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(oc, v), reg_weight, reg_xv[v]);
+          }
+        }
+      }
+    }
+  }
+
+  void emit_add_multiple(const Reg64& target, const Reg64& step, int64_t times) {
+    mov(rax, step);
+    imul(rax, rax, int(times));
+    add(target, rax);
+  }
+
+  // + bias, relu, store; channels past the block's real count are not stored.
+  void emit_store(int vectors, bool masked_last) {
+    Label no_bias, biased, done;
+    mov(rax, local(kBiasBlock));
+    test(rax, rax);
+    jz(no_bias, T_NEAR);
+    for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+      vbroadcastss(reg_weight, ptr[rax + 4 * oc]);
+      for (int v = 0; v < vectors; ++v) vaddps(acc(oc, v), acc(oc, v), reg_weight);
+    }
+    L(no_bias);
+    if (key_.relu) {
+      vxorps(reg_weight, reg_weight, reg_weight);
+      for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+        for (int v = 0; v < vectors; ++v) vmaxps(acc(oc, v), reg_weight, acc(oc, v));  // keeps NaN
+      }
+    }
+    mov(rax, reg_y);
+    mov(rdx, local(kOcLeft));
+    for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+      if (oc > 0) {
+        cmp(rdx, oc);
+        jle(done, T_NEAR);
+        add(rax, local(kYChannelBytes));
+      }
+      for (int v = 0; v < vectors; ++v) {
+        if (masked_last && v == vectors - 1) vmaskmovps(ptr[rax + 32 * v], store_mask(), acc(oc, v));
+        else vmovups(ptr[rax + 32 * v], acc(oc, v));
+      }
+    }
+    L(done);
+  }
+
+  void emit_epilogue() {
+    add(rsp, 8 * kLocals);
+    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
+    vzeroupper();
+    ret();
+  }
+
+  const SpecKey key_;
+  const int64_t taps_;
+};
+
+#undef PROBLEM
+#undef TILE
+
+}  // namespace
+
+std::string nchw_unsupported_reason(const SpecKey& key) {
+  if (key.layout != CONVJIT_NCHW) return "not NCHW";
+  if (key.stride[2] != 1 && key.stride[2] != 2) return "NCHW kernels support stride 1 or 2 along W";
+  for (int d = 0; d < 3; ++d) {
+    if (key.kernel[d] * key.dilation[d] > (1 << 16) || key.stride[d] > (1 << 16)) return "kernel extent too large";
+  }
+  if (key.kernel[0] * key.kernel[1] * key.kernel[2] > 512) return "more than 512 taps";
+  return {};
+}
+
+bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string* error) {
+  if (std::string reason = nchw_unsupported_reason(key); !reason.empty()) {
+    *error = reason;
+    return false;
+  }
+  try {
+    const size_t taps = size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]);
+    // Three blocks (full, one and two masked vectors) of ~100 bytes per tap, plus the frame.
+    auto generator = std::make_shared<Generator>(key, 4096 + taps * 3 * 128);
+    generator->setProtectModeRE();
+    out->kernel = {};
+    out->kernel.compute = generator->getCode<convjit_conv_tile_fn>();
+    out->kernel.interior_only = 1;
+    out->key = key;
+    out->name = key.name();
+    out->code_bytes = generator->getSize();
+    out->code = generator;
+    return true;
+  } catch (const Xbyak::Error& e) {
+    *error = std::string("xbyak: ") + e.what();
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
+  return false;
+}
+
+}  // namespace convjit::jit::xbyak

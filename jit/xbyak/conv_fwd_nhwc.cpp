@@ -1,0 +1,279 @@
+#include "jit/xbyak/conv_fwd_nhwc.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <xbyak/xbyak.h>
+
+namespace convjit::jit::xbyak {
+namespace {
+
+using namespace Xbyak;
+
+alignas(32) const int32_t kLaneIndex[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+// packed[k][j] = w[j][k] for the tile's oc_count <= 16 channels, zero for the missing ones.
+void pack_weights(const convjit_conv_problem* p, const float* w, int64_t oc_count, float* packed) {
+  const int64_t k_count = p->reduction;
+  for (int64_t k = 0; k < k_count; ++k) {
+    float* row = packed + k * kNhwcOcBlock;
+    for (int64_t j = 0; j < oc_count; ++j) row[j] = w[j * k_count + k];
+    std::fill(row + oc_count, row + kNhwcOcBlock, 0.0f);
+  }
+}
+
+#define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
+#define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
+
+// Emits: for each block of 6 pixels of the row segment,
+//   acc[px][oc] = sum over (kd, kh, kw, ic) in OHWI order of x[px + tap][ic] * w[oc][tap][ic]
+// as one FMA chain per output, then + bias, then relu: the generic tier's numbers exactly.
+class Generator : public CodeGenerator {
+ public:
+  Generator(const SpecKey& key, size_t code_size) : CodeGenerator(code_size, DontSetProtectRWE), key_(key) {
+    emit_prologue();
+    emit_pixel_loop();
+    emit_epilogue();
+  }
+
+ private:
+  const Reg64 reg_problem = rdi, reg_tile = rsi;
+  const Reg64 reg_x_block = rsi;  // x at the block's first pixel, tap (0,0,0) unflipped
+  const Reg64 reg_weights = r8;   // packed weights of the current k
+  const Reg64 reg_plane = rdx, reg_row = r9, reg_tap = rbx;  // running tap pointers
+  const Reg64 reg_in_lo = rax, reg_in_hi = rbp;  // pixels 0 and 3 of the block at the current ic
+  const Reg64 reg_ic = rcx, reg_y = r12, reg_pixel_step = r13, reg_pixel_step3 = r11;
+  const Reg64 reg_col_step = r14, reg_plane_step = r15, reg_row_step = r10;  // bytes, dilation applied
+  const Reg64 reg_pixels_left = rdi;  // after the problem's fields are read
+
+  enum Local { kXBase, kPixels, kIcCount, kBias, kYPixelBytes, kPackedWeights, kMaskLo, kMaskHi = kMaskLo + 4, kLocals = kMaskHi + 4 };
+  Address local(Local l) { return qword[rsp + 8 * int(l)]; }
+  Address local_ymm(Local l) { return yword[rsp + 8 * int(l)]; }
+
+  const Ymm acc(int px, int half) const { return Ymm(px * 2 + half); }
+  const Ymm reg_w_lo = ymm12, reg_w_hi = ymm13, reg_input = ymm14;
+
+  void emit_prologue() {
+    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
+    sub(rsp, 8 * kLocals + 8);  // keeps the ymm locals 32-byte aligned? no: stored unaligned (vmovups)
+    mov(rax, TILE(od));
+    imul(rax, rax, int(key_.stride[0]));
+    sub(rax, PROBLEM(pad_begin[0]));
+    imul(rax, PROBLEM(x.spatial[0]));
+    mov(rdx, TILE(oh));
+    imul(rdx, rdx, int(key_.stride[1]));
+    sub(rdx, PROBLEM(pad_begin[1]));
+    imul(rdx, PROBLEM(x.spatial[1]));
+    add(rax, rdx);
+    mov(rdx, TILE(ow));
+    imul(rdx, rdx, int(key_.stride[2]));
+    sub(rdx, PROBLEM(pad_begin[2]));
+    imul(rdx, PROBLEM(x.spatial[2]));
+    add(rax, rdx);
+    mov(rdx, TILE(x));
+    lea(rax, ptr[rdx + rax * 4]);
+    mov(local(kXBase), rax);
+
+    mov(reg_plane_step, PROBLEM(x.spatial[0]));
+    imul(reg_plane_step, reg_plane_step, int(4 * key_.dilation[0]));
+    mov(reg_row_step, PROBLEM(x.spatial[1]));
+    imul(reg_row_step, reg_row_step, int(4 * key_.dilation[1]));
+    mov(reg_col_step, PROBLEM(x.spatial[2]));
+    imul(reg_col_step, reg_col_step, int(4 * key_.dilation[2]));
+    mov(reg_pixel_step, PROBLEM(x.spatial[2]));
+    imul(reg_pixel_step, reg_pixel_step, int(4 * key_.stride[2]));
+    lea(reg_pixel_step3, ptr[reg_pixel_step + reg_pixel_step * 2]);
+    mov(rax, PROBLEM(ic_per_group));
+    mov(local(kIcCount), rax);
+    mov(rax, PROBLEM(y.spatial[2]));
+    shl(rax, 2);
+    mov(local(kYPixelBytes), rax);
+    mov(rax, TILE(bias));
+    mov(local(kBias), rax);
+    mov(rax, TILE(packed_weights));
+    mov(local(kPackedWeights), rax);
+    mov(rax, TILE(pixel_count));
+    mov(local(kPixels), rax);
+    mov(reg_y, TILE(y));
+    // Channel masks for the stores (and the bias load): lanes < oc_count, and < oc_count - 8.
+    mov(rax, reinterpret_cast<size_t>(kLaneIndex));
+    vmovq(Xmm(reg_w_lo.getIdx()), TILE(oc_count));
+    vpbroadcastd(reg_w_lo, Xmm(reg_w_lo.getIdx()));
+    vpcmpgtd(reg_w_hi, reg_w_lo, ptr[rax + 32]);
+    vpcmpgtd(reg_w_lo, reg_w_lo, ptr[rax]);
+    vmovups(local_ymm(kMaskLo), reg_w_lo);
+    vmovups(local_ymm(kMaskHi), reg_w_hi);
+  }
+
+  // Blocks of 6 pixels, then one block of the 1..5 left.
+  void emit_pixel_loop() {
+    Label loop, tail, done;
+    Label tails[kNhwcPixelBlock];
+    mov(reg_pixels_left, local(kPixels));
+    mov(reg_x_block, local(kXBase));
+    L(loop);
+    cmp(reg_pixels_left, kNhwcPixelBlock);
+    jl(tail, T_NEAR);
+    emit_block(kNhwcPixelBlock);
+    lea(rax, ptr[reg_pixel_step3 * 2]);
+    add(reg_x_block, rax);
+    mov(rax, local(kYPixelBytes));
+    imul(rax, rax, kNhwcPixelBlock);
+    add(reg_y, rax);
+    sub(reg_pixels_left, kNhwcPixelBlock);
+    jmp(loop, T_NEAR);
+    L(tail);
+    for (int rows = 1; rows < kNhwcPixelBlock; ++rows) {
+      cmp(reg_pixels_left, rows);
+      je(tails[rows], T_NEAR);
+    }
+    jmp(done, T_NEAR);
+    for (int rows = 1; rows < kNhwcPixelBlock; ++rows) {
+      L(tails[rows]);
+      emit_block(rows);
+      jmp(done, T_NEAR);
+    }
+    L(done);
+  }
+
+  void emit_block(int pixels) {
+    for (int px = 0; px < pixels; ++px) {
+      vxorps(acc(px, 0), acc(px, 0), acc(px, 0));
+      vxorps(acc(px, 1), acc(px, 1), acc(px, 1));
+    }
+    mov(reg_weights, local(kPackedWeights));
+    emit_taps(pixels);
+    emit_store(pixels);
+  }
+
+  // Taps in OHWI order (kd, kh, kw), each reducing over the input channels.
+  void emit_taps(int pixels) {
+    const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
+    auto start_reversed = [&](const Reg64& target, const Reg64& step, int64_t n) {
+      if (!key_.flip || n <= 1) return;
+      mov(reg_ic, step);
+      imul(reg_ic, reg_ic, int(n - 1));
+      add(target, reg_ic);
+    };
+    auto advance = [&](const Reg64& target, const Reg64& step) { key_.flip ? sub(target, step) : add(target, step); };
+    mov(reg_plane, reg_x_block);
+    start_reversed(reg_plane, reg_plane_step, kd_n);
+    for (int64_t kd = 0; kd < kd_n; ++kd) {
+      if (kd > 0) advance(reg_plane, reg_plane_step);
+      mov(reg_row, reg_plane);
+      start_reversed(reg_row, reg_row_step, kh_n);
+      for (int64_t kh = 0; kh < kh_n; ++kh) {
+        if (kh > 0) advance(reg_row, reg_row_step);
+        mov(reg_tap, reg_row);
+        start_reversed(reg_tap, reg_col_step, kw_n);
+        for (int64_t kw = 0; kw < kw_n; ++kw) {
+          if (kw > 0) advance(reg_tap, reg_col_step);
+          emit_ic_loop(pixels);
+        }
+      }
+    }
+  }
+
+  void emit_ic_loop(int pixels) {
+    mov(reg_in_lo, reg_tap);
+    lea(reg_in_hi, ptr[reg_tap + reg_pixel_step3]);
+    mov(reg_ic, local(kIcCount));
+    Label loop;
+    L(loop);
+    vmovups(reg_w_lo, ptr[reg_weights]);
+    vmovups(reg_w_hi, ptr[reg_weights + 32]);
+    for (int px = 0; px < pixels; ++px) {
+      const Reg64& base = px < 3 ? reg_in_lo : reg_in_hi;
+      const int within = px % 3;
+      if (within == 0) vbroadcastss(reg_input, ptr[base]);
+      else vbroadcastss(reg_input, ptr[base + reg_pixel_step * within]);
+      vfmadd231ps(acc(px, 0), reg_input, reg_w_lo);
+      vfmadd231ps(acc(px, 1), reg_input, reg_w_hi);
+    }
+    add(reg_in_lo, 4);
+    add(reg_in_hi, 4);
+    add(reg_weights, 4 * kNhwcOcBlock);
+    dec(reg_ic);
+    jnz(loop, T_NEAR);
+  }
+
+  void emit_store(int pixels) {
+    vmovups(reg_w_lo, local_ymm(kMaskLo));
+    vmovups(reg_w_hi, local_ymm(kMaskHi));
+    Label no_bias;
+    mov(rax, local(kBias));
+    test(rax, rax);
+    jz(no_bias, T_NEAR);
+    for (int half = 0; half < 2; ++half) {
+      vmaskmovps(reg_input, half ? reg_w_hi : reg_w_lo, ptr[rax + 32 * half]);
+      for (int px = 0; px < pixels; ++px) vaddps(acc(px, half), acc(px, half), reg_input);
+    }
+    L(no_bias);
+    if (key_.relu) {
+      vxorps(reg_input, reg_input, reg_input);
+      for (int px = 0; px < pixels; ++px) {
+        for (int half = 0; half < 2; ++half) vmaxps(acc(px, half), reg_input, acc(px, half));  // keeps NaN
+      }
+    }
+    mov(rax, reg_y);
+    mov(rdx, local(kYPixelBytes));
+    for (int px = 0; px < pixels; ++px) {
+      if (px > 0) add(rax, rdx);
+      vmaskmovps(ptr[rax], reg_w_lo, acc(px, 0));
+      vmaskmovps(ptr[rax + 32], reg_w_hi, acc(px, 1));
+    }
+  }
+
+  void emit_epilogue() {
+    add(rsp, 8 * kLocals + 8);
+    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
+    vzeroupper();
+    ret();
+  }
+
+  const SpecKey key_;
+};
+
+#undef PROBLEM
+#undef TILE
+
+}  // namespace
+
+std::string nhwc_unsupported_reason(const SpecKey& key) {
+  if (key.layout != CONVJIT_NHWC) return "not NHWC";
+  for (int d = 0; d < 3; ++d) {
+    if (key.kernel[d] * key.dilation[d] > (1 << 16) || key.stride[d] > (1 << 16)) return "kernel extent too large";
+  }
+  if (key.kernel[0] * key.kernel[1] * key.kernel[2] > 512) return "more than 512 taps";
+  return {};
+}
+
+bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error) {
+  if (std::string reason = nhwc_unsupported_reason(key); !reason.empty()) {
+    *error = reason;
+    return false;
+  }
+  try {
+    const size_t taps = size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]);
+    // Six blocks (6..1 pixels) of at most ~150 bytes per tap, plus the frame.
+    auto generator = std::make_shared<Generator>(key, 4096 + taps * 6 * 160);
+    generator->setProtectModeRE();
+    out->kernel = {};
+    out->kernel.compute = generator->getCode<convjit_conv_tile_fn>();
+    out->kernel.prepare = pack_weights;
+    out->kernel.oc_block = kNhwcOcBlock;
+    out->kernel.interior_only = 1;
+    out->key = key;
+    out->name = key.name();
+    out->code_bytes = generator->getSize();
+    out->code = generator;
+    return true;
+  } catch (const Xbyak::Error& e) {
+    *error = std::string("xbyak: ") + e.what();
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
+  return false;
+}
+
+}  // namespace convjit::jit::xbyak

@@ -1,0 +1,87 @@
+#include "lib/config_table.hpp"
+
+namespace convjit::detail {
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+int64_t round_up_power_of_two(int64_t n) {
+  int64_t p = 16;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+uint64_t configuration_id(const convjit_conv_params& p, int32_t activation, bool has_bias) {
+  uint64_t h = 0x243f6a8885a308d3ull;
+  for (int64_t v : {int64_t(p.rank), int64_t(p.layout), int64_t(p.mode), p.batch, p.in_channels, p.out_channels,
+                    p.groups, int64_t(activation), int64_t(has_bias)}) {
+    h = mix(h, uint64_t(v));
+  }
+  for (int d = 0; d < p.rank && d < 3; ++d) {
+    for (int64_t v : {p.in_size[d], p.kernel[d], p.stride[d], p.dilation[d], p.pad_begin[d], p.pad_end[d]}) {
+      h = mix(h, uint64_t(v));
+    }
+  }
+  return h == 0 ? 1 : h;
+}
+
+ConfigTable::ConfigTable(int64_t capacity)
+    : capacity_(round_up_power_of_two(capacity)), mask_(capacity_ - 1), slots_(new ConfigSlot[size_t(capacity_)]) {}
+
+ConfigSlot* ConfigTable::find(uint64_t id) {
+  for (int64_t i = 0; i < kProbeWindow; ++i) {
+    ConfigSlot& slot = slots_[(int64_t(id) + i) & mask_];
+    if (slot.id.load(std::memory_order_acquire) == id) return &slot;
+  }
+  return nullptr;
+}
+
+ConfigSlot& ConfigTable::find_or_insert(uint64_t id, const convjit_conv_params& params, int32_t activation,
+                                        bool has_bias, bool* inserted) {
+  *inserted = false;
+  if (ConfigSlot* slot = find(id)) return *slot;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (ConfigSlot* slot = find(id)) return *slot;  // another thread inserted it meanwhile
+
+  // An empty slot of the window, else the one with the fewest recent calls. Every slot looked at
+  // ages (its recent count halves), so configurations that stopped being called drift out.
+  ConfigSlot* victim = nullptr;
+  int64_t fewest = INT64_MAX;
+  for (int64_t i = 0; i < kProbeWindow; ++i) {
+    ConfigSlot& slot = slots_[(int64_t(id) + i) & mask_];
+    if (slot.id.load(std::memory_order_relaxed) == 0) {
+      victim = &slot;
+      break;
+    }
+    const int64_t calls = slot.calls.load(std::memory_order_relaxed);
+    const int64_t recent = calls - slot.calls_at_aging.load(std::memory_order_relaxed);
+    slot.calls_at_aging.store(calls - recent / 2, std::memory_order_relaxed);
+    if (recent < fewest) {
+      fewest = recent;
+      victim = &slot;
+    }
+  }
+  if (victim->id.load(std::memory_order_relaxed) != 0) evictions_.fetch_add(1, std::memory_order_relaxed);
+  victim->id.store(0, std::memory_order_release);
+  for (auto* counter : {&victim->calls, &victim->calls_jit, &victim->sampled_ns_generic, &victim->samples_generic,
+                        &victim->sampled_ns_jit, &victim->samples_jit, &victim->calls_at_aging}) {
+    counter->store(0, std::memory_order_relaxed);
+  }
+  victim->kernel.store(nullptr, std::memory_order_relaxed);
+  victim->state.store(int(SlotState::Cold), std::memory_order_relaxed);
+  victim->params = params;
+  victim->activation = activation;
+  victim->has_bias = has_bias;
+  victim->failure.clear();
+  victim->compile_us = 0;
+  victim->id.store(id, std::memory_order_release);
+  *inserted = true;
+  return *victim;
+}
+
+}  // namespace convjit::detail

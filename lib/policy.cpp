@@ -1,0 +1,56 @@
+// Policy::from_environment: the CONVJIT_* variables, read when a runtime is created. A value that
+// does not parse is ignored (with a warning under CONVJIT_VERBOSE) rather than failing the app.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "convjit/runtime.hpp"
+
+namespace convjit {
+namespace {
+
+bool parse_int(const char* name, int64_t minimum, int64_t* out) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return false;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0' || value < minimum) {
+    std::fprintf(stderr, "convjit: ignoring %s=%s (expects an integer >= %lld)\n", name, text, (long long)minimum);
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+bool parse_bool(const char* name, bool* out) {
+  int64_t value;
+  if (!parse_int(name, 0, &value)) return false;
+  *out = value != 0;
+  return true;
+}
+
+}  // namespace
+
+Policy Policy::from_environment() {
+  Policy p;
+  if (const char* backend = std::getenv("CONVJIT_BACKEND"); backend && *backend) {
+    const std::string b = backend;
+    if (b == "auto") p.backend = Backend::Auto;
+    else if (b == "xbyak") p.backend = Backend::Xbyak;
+    else if (b == "llvm") p.backend = Backend::Llvm;
+    else if (b == "none") p.backend = Backend::None;
+    else std::fprintf(stderr, "convjit: ignoring CONVJIT_BACKEND=%s (expects auto, xbyak, llvm or none)\n", backend);
+  }
+  parse_int("CONVJIT_HOT_THRESHOLD", 0, &p.hot_threshold);
+  parse_bool("CONVJIT_ASYNC", &p.async);
+  int64_t threads;
+  if (parse_int("CONVJIT_NUM_THREADS", 0, &threads)) p.num_threads = int(threads);
+  parse_bool("CONVJIT_VERBOSE", &p.verbose);
+  parse_bool("CONVJIT_SPECIALIZE_SIZES", &p.specialize_sizes);
+  parse_int("CONVJIT_MAX_CONFIGURATIONS", 16, &p.max_configurations);
+  parse_int("CONVJIT_CODE_BUDGET", 0, &p.code_budget_bytes);
+  return p;
+}
+
+}  // namespace convjit

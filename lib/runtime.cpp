@@ -1,0 +1,261 @@
+// The tiered runtime. Per forward call: validate, find the configuration's detector slot (no
+// lock), count the call, and run the slot's specialized kernel if one has arrived for this
+// specialization key, else the generic tier; the call that makes a configuration hot requests
+// its compile (once: the slot's state moves Cold -> Queued by compare-and-swap).
+#include <chrono>
+#include <cstdio>
+
+#include "convjit/error.hpp"
+#include "lib/conv_forward.hpp"
+#include "lib/describe.hpp"
+#include "lib/ops_internal.hpp"
+#include "lib/runtime_impl.hpp"
+#include "lib/threads.hpp"
+
+namespace convjit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using detail::ConfigSlot;
+using detail::SlotState;
+
+// One call in kSampleEvery of each tier is timed; the mean of the samples stands for all.
+constexpr int64_t kSampleEvery = 16;
+
+const char* state_name(SlotState s) {
+  switch (s) {
+    case SlotState::Cold: return "cold";
+    case SlotState::Queued: return "queued";
+    case SlotState::Compiled: return "jit";
+    case SlotState::Failed: return "failed";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::unique_ptr<jit::Backend> select_backend(Backend wanted, std::string* reason) {
+  if (wanted == Backend::None) {
+    *reason = "CONVJIT_BACKEND=none";
+    return nullptr;
+  }
+  if (wanted == Backend::Llvm) {
+    *reason = "the LLVM backend is not built in";
+    return nullptr;
+  }
+#if defined(CONVJIT_HAVE_XBYAK)
+  auto backend = jit::make_xbyak_backend();
+  *reason = backend->unavailable_reason();
+  if (reason->empty()) return backend;
+  return nullptr;
+#else
+  *reason = "built without Xbyak";
+  return nullptr;
+#endif
+}
+
+Runtime::Impl::Impl(const Policy& p, std::unique_ptr<jit::Backend> backend, std::string unavailable_reason)
+    : policy(p),
+      backend_(std::move(backend)),
+      backend_unavailable_reason_(std::move(unavailable_reason)),
+      table_(p.max_configurations) {}
+
+Runtime::Impl::~Impl() {
+  {
+    std::lock_guard<std::mutex> lock(compile_mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, const float* x, const float* w,
+                                           const float* bias, int32_t activation, float* y) {
+  detail::ConvGeometry g;
+  CONVJIT_RETURN_IF_ERROR(detail::validate_conv_forward(params, x, w, activation, y, &g));
+  const bool relu = activation == CONVJIT_ACT_RELU;
+  const int threads = policy.num_threads > 0 ? policy.num_threads : detail::thread_count();
+
+  const uint64_t id = detail::configuration_id(*params, activation, bias != nullptr);
+  bool inserted = false;
+  ConfigSlot& slot = table_.find_or_insert(id, *params, activation, bias != nullptr, &inserted);
+  const int64_t calls = slot.calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (inserted && policy.verbose) {
+    std::fprintf(stderr, "convjit: first call of conv_fwd %s: generic\n",
+                 detail::describe_conv(*params, activation, bias != nullptr).c_str());
+  }
+
+  const convjit_conv_kernel* specialized = nullptr;
+  if (backend_) {
+    const jit::SpecKey key = jit::make_spec_key(g, params->rank, relu, jit::Isa::Avx2Fma, policy.specialize_sizes);
+    const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
+    if (!kernel && calls >= policy.hot_threshold &&
+        slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
+      request_compile(slot, id, key);
+      kernel = slot.kernel.load(std::memory_order_acquire);  // arrived already if compiled inline
+    }
+    if (kernel && kernel->key == key) specialized = &kernel->kernel;  // else a recycled slot's
+  }
+
+  const bool sampled = calls % kSampleEvery == 1;
+  const Clock::time_point start = sampled ? Clock::now() : Clock::time_point{};
+  detail::run_conv_forward(g, specialized, threads, x, w, bias, relu, y);
+  if (specialized) slot.calls_jit.fetch_add(1, std::memory_order_relaxed);
+  if (sampled) {
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    (specialized ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);
+    (specialized ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
+  }
+  return detail::Status::success();
+}
+
+void Runtime::Impl::request_compile(ConfigSlot& slot, uint64_t id, const jit::SpecKey& key) {
+  int expected = int(SlotState::Cold);
+  if (!slot.state.compare_exchange_strong(expected, int(SlotState::Queued), std::memory_order_acq_rel)) return;
+  const CompileRequest request{key, &slot, id};
+  std::unique_lock<std::mutex> lock(compile_mutex_);
+  if (!policy.async) {
+    ++in_flight_;
+    lock.unlock();
+    compile(request);
+    return;
+  }
+  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  queue_.push_back(request);
+  ++in_flight_;
+  work_ready_.notify_one();
+}
+
+void Runtime::Impl::worker_loop() {
+  std::unique_lock<std::mutex> lock(compile_mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    const CompileRequest request = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    compile(request);
+    lock.lock();
+  }
+}
+
+void Runtime::Impl::compile(const CompileRequest& request) {
+  // Serialized: sixteen threads making one key hot cause one compile; the others find it cached.
+  std::string failure;
+  double compile_us = 0;
+  const jit::CompiledKernel* kernel = cache_.find(request.key);
+  const bool compiled_now = kernel == nullptr;
+  if (!kernel) {
+    std::lock_guard<std::mutex> serial(compile_serial_);
+    kernel = cache_.find(request.key);
+    if (!kernel) {
+      auto fresh = std::make_unique<jit::CompiledKernel>();
+      const Clock::time_point start = Clock::now();
+      bool ok = false;
+      if (cache_.code_bytes() >= policy.code_budget_bytes) {
+        failure = "code budget of " + std::to_string(policy.code_budget_bytes) + " bytes exhausted";
+      } else {
+        ok = backend_->compile(request.key, fresh.get(), &failure);
+      }
+      compile_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      if (ok) kernel = cache_.insert(std::move(fresh));
+    }
+  }
+
+  {
+    std::lock_guard<std::mutex> table_lock(table_.mutex());
+    ConfigSlot& slot = *request.slot;
+    if (slot.id.load(std::memory_order_relaxed) == request.slot_id) {  // not recycled meanwhile
+      slot.compile_us = compile_us;
+      if (kernel) {
+        slot.kernel.store(kernel, std::memory_order_release);
+        slot.state.store(int(SlotState::Compiled), std::memory_order_release);
+      } else {
+        slot.failure = failure;
+        slot.state.store(int(SlotState::Failed), std::memory_order_release);
+      }
+      if (policy.verbose) {
+        const std::string what = detail::describe_conv(slot.params, slot.activation, slot.has_bias);
+        if (kernel) {
+          std::fprintf(stderr, "convjit: %s %s (%s, %zu bytes, %.1f us) for %s\n",
+                       compiled_now ? "compiled" : "reused", kernel->name.c_str(), backend_->name(),
+                       kernel->code_bytes, compile_us, what.c_str());
+        } else {
+          std::fprintf(stderr, "convjit: compile failed for %s: %s (stays generic)\n", what.c_str(), failure.c_str());
+        }
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(compile_mutex_);
+  if (kernel && compiled_now) ++compiles_;
+  if (!kernel) ++compile_failures_;
+  if (--in_flight_ == 0) work_done_.notify_all();
+}
+
+void Runtime::Impl::wait_for_compiles() {
+  std::unique_lock<std::mutex> lock(compile_mutex_);
+  work_done_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+RuntimeStats Runtime::Impl::stats() {
+  RuntimeStats s;
+  s.backend = backend_ ? backend_->name() : "none";
+  s.backend_unavailable_reason = backend_unavailable_reason_;
+  table_.for_each([&](ConfigSlot& slot) {
+    ConfigStats c;
+    c.dims = ConvDims::from_c(slot.params);
+    c.activation = Activation(slot.activation);
+    c.has_bias = slot.has_bias;
+    const int64_t calls = slot.calls.load(std::memory_order_relaxed);
+    c.calls_jit = slot.calls_jit.load(std::memory_order_relaxed);
+    c.calls_generic = calls - c.calls_jit;
+    auto mean = [](const std::atomic<int64_t>& ns, const std::atomic<int64_t>& samples) {
+      const int64_t n = samples.load(std::memory_order_relaxed);
+      return n ? double(ns.load(std::memory_order_relaxed)) / double(n) : 0.0;
+    };
+    c.mean_ns_generic = mean(slot.sampled_ns_generic, slot.samples_generic);
+    c.mean_ns_jit = mean(slot.sampled_ns_jit, slot.samples_jit);
+    c.state = state_name(SlotState(slot.state.load(std::memory_order_relaxed)));
+    if (const jit::CompiledKernel* k = slot.kernel.load(std::memory_order_acquire)) {
+      c.kernel = k->name;
+      c.code_bytes = int64_t(k->code_bytes);
+      c.backend = backend_ ? backend_->name() : "";
+    }
+    c.failure = slot.failure;
+    c.compile_us = slot.compile_us;
+    s.configurations.push_back(std::move(c));
+  });
+  s.kernels = cache_.kernels();
+  s.code_bytes = cache_.code_bytes();
+  s.evictions = table_.evictions();
+  std::lock_guard<std::mutex> lock(compile_mutex_);
+  s.compiles = compiles_;
+  s.compile_failures = compile_failures_;
+  return s;
+}
+
+Runtime::Runtime(const Policy& policy) {
+  std::string reason;
+  std::unique_ptr<jit::Backend> backend = select_backend(policy.backend, &reason);
+  impl_ = std::make_unique<Impl>(policy, std::move(backend), reason);
+}
+
+Runtime::~Runtime() = default;
+
+Runtime& Runtime::process_default() {
+  static Runtime runtime(Policy::from_environment());
+  return runtime;
+}
+
+void Runtime::conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias,
+                           Activation activation, float* y) {
+  const convjit_conv_params params = dims.to_c();
+  const detail::Status status = impl_->conv_forward(&params, x, w, bias, int32_t(activation), y);
+  if (!status.ok()) throw Error(status.code, status.message);
+}
+
+const Policy& Runtime::policy() const { return impl_->policy; }
+RuntimeStats Runtime::stats() const { return impl_->stats(); }
+void Runtime::wait_for_compiles() { impl_->wait_for_compiles(); }
+
+}  // namespace convjit

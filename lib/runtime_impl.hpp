@@ -1,0 +1,59 @@
+// Runtime internals: the detector, the kernel cache, the compile worker and the per-call
+// dispatch. Tests construct runtimes with their own backend (fault injection) through here.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "convjit/runtime.hpp"
+#include "jit/backend.hpp"
+#include "lib/config_table.hpp"
+#include "lib/geometry.hpp"
+#include "lib/kernel_cache.hpp"
+
+namespace convjit {
+
+struct Runtime::Impl {
+  // backend null: the generic tier only, for unavailable_reason.
+  Impl(const Policy& policy, std::unique_ptr<jit::Backend> backend, std::string unavailable_reason);
+  ~Impl();
+
+  detail::Status conv_forward(const convjit_conv_params* params, const float* x, const float* w, const float* bias,
+                              int32_t activation, float* y);
+  RuntimeStats stats();
+  void wait_for_compiles();
+
+  const Policy policy;
+
+ private:
+  struct CompileRequest {
+    jit::SpecKey key;
+    detail::ConfigSlot* slot;
+    uint64_t slot_id;
+  };
+
+  void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key);
+  void compile(const CompileRequest& request);  // in the worker, or inline
+  void worker_loop();
+
+  std::unique_ptr<jit::Backend> backend_;  // null: generic tier only
+  std::string backend_unavailable_reason_;
+  detail::ConfigTable table_;
+  detail::KernelCache cache_;
+
+  std::mutex compile_serial_;  // one backend compile at a time
+  std::mutex compile_mutex_;   // guards the queue and the counters below
+  std::condition_variable work_ready_, work_done_;
+  std::deque<CompileRequest> queue_;
+  int64_t in_flight_ = 0, compiles_ = 0, compile_failures_ = 0;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+// The backend a policy asks for, or null with the reason.
+std::unique_ptr<jit::Backend> select_backend(Backend wanted, std::string* reason);
+
+}  // namespace convjit
