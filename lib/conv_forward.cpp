@@ -4,6 +4,7 @@
 
 #include "lib/conv_forward.hpp"
 
+#include "lib/conv_tile_direct.hpp"
 #include "lib/conv_tile_generic.hpp"
 #include "lib/gemm_tile.hpp"
 #include "lib/geometry.hpp"
@@ -48,6 +49,19 @@ ForwardTiling plan_forward(const ConvGeometry& g, int threads) {
   return t;
 }
 
+// Tier 0's tile for a problem. Packing a patch costs the same whatever the output channels, so
+// with few of them per group (the seed network's 2-3, depthwise's 1) the direct tile wins; with
+// more, the register tile over packed patches does (callgrind, instructions per call: 150K vs
+// 500K on seed_chain_1, 12M vs 32M on depthwise_3x3, but 94M vs 18M on resnet_1x1_56).
+constexpr int64_t kDirectMaxOutputChannels = 8;
+
+convjit_conv_tile_fn generic_tile(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  if (g.oc_per_group <= kDirectMaxOutputChannels && avx2::conv_tile_direct_supported(g)) return avx2::conv_tile_direct;
+#endif
+  return conv_tile_generic;
+}
+
 // Output positions whose every tap lies inside the input, per dim: [lo, hi).
 struct InteriorRange {
   int64_t lo[3], hi[3];
@@ -65,8 +79,8 @@ InteriorRange interior_range(const ConvGeometry& g) {
 
 // One task's pixels with a specialized interior-only kernel: each output row's interior goes to
 // it, the rest (padding edges, rows whose taps leave the input) to the generic tile.
-void run_split_rows(const ConvGeometry& g, const convjit_conv_kernel& specialized, const InteriorRange& interior,
-                    convjit_conv_tile tile) {
+void run_split_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
+                    const InteriorRange& interior, convjit_conv_tile tile) {
   const bool plane_interior = tile.od >= interior.lo[0] && tile.od < interior.hi[0];
   const float* y_start = tile.y;
   int64_t oh = tile.oh, ow = tile.ow;
@@ -84,9 +98,9 @@ void run_split_rows(const ConvGeometry& g, const convjit_conv_kernel& specialize
       part.y = const_cast<float*>(y_start) + (done + first - ow) * g.y.spatial[2];
       fn(&g, &part);
     };
-    run(conv_tile_generic, ow, lo);
+    run(generic, ow, lo);
     run(specialized.compute, lo, hi);
-    run(conv_tile_generic, hi, end);
+    run(generic, hi, end);
   }
 }
 
@@ -109,6 +123,7 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
   const ForwardTiling tiling = plan_forward(g, threads);
   const int64_t pixels = g.out[1] * g.out[2];
   const InteriorRange interior = interior_range(g);
+  const convjit_conv_tile_fn generic = generic_tile(g);
   // A kernel with prepare packs the weights of oc_block channels at a time ahead of the scratch
   // the generic tile uses.
   const bool prepared = specialized && specialized->prepare;
@@ -143,11 +158,11 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
       tile.y = y + n * g.y.batch + oc * g.y.channel + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];
       tile.oc_count = std::min(oc_block, end_oc - oc);
       if (!specialized) {
-        conv_tile_generic(&g, &tile);
+        generic(&g, &tile);
         continue;
       }
       if (prepared) specialized->prepare(&g, tile.w, tile.oc_count, scratch);
-      if (specialized->interior_only) run_split_rows(g, *specialized, interior, tile);
+      if (specialized->interior_only) run_split_rows(g, generic, *specialized, interior, tile);
       else specialized->compute(&g, &tile);
     }
   });
