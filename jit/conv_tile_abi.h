@@ -4,9 +4,12 @@
  *
  * The driver splits y into tiles: `pixel_count` consecutive output pixels of one output plane
  * (n, od), in row-major (oh, ow) order from (oh, ow) -- a tile may span several rows -- times
- * oc_count output channels, all in one group. The KERNEL handles everything inside its tile:
- * padding (taps outside the input contribute exact zeros), row ends, the pixel and oc tails,
- * the mode's kernel flip, bias and activation. The driver never names a backend.
+ * oc_count output channels, all in one group. The generic kernel handles everything inside its
+ * tile: padding (taps outside the input contribute exact zeros), row ends, the pixel and oc
+ * tails, the mode's kernel flip, bias and activation. A JIT kernel is a "row kernel": the driver
+ * gives it one output row segment at a time and an input VIEW in which every tap is real (x
+ * itself, or a zero-padded copy of the rows the segment reads), so it never meets padding.
+ * The driver never names a backend.
  *
  * Numbers (so that every tier gives bitwise-identical results): each output is one chain of
  * fused multiply-adds over k = 0..reduction-1 in weight-layout order, (ic, kd, kh, kw) for NCHW
@@ -43,6 +46,10 @@ typedef struct convjit_conv_tile {
   const float* packed_weights;  /* what the kernel's prepare made of this tile's weights, or NULL */
   float* scratch;      /* this thread's scratch, 64-byte aligned */
   int64_t scratch_floats;
+  /* Row kernels only: x points at the input of tap (0,0,0) unflipped for pixel ow, input channel 0,
+   * in a view with these element strides: per input channel (NCHW), per input position along W,
+   * and per tap step (dilation included) along H and along D. */
+  int64_t view_channel, view_position, view_tap_row, view_tap_plane;
 } convjit_conv_tile;
 
 typedef void (*convjit_conv_tile_fn)(const convjit_conv_problem* problem, const convjit_conv_tile* tile);
@@ -51,14 +58,12 @@ typedef void (*convjit_conv_tile_fn)(const convjit_conv_problem* problem, const 
 typedef void (*convjit_conv_prepare_fn)(const convjit_conv_problem* problem, const float* w, int64_t oc_count,
                                         float* packed);
 
-/* What a tier registers. An interior-only kernel is given tiles of ONE output row whose every tap
- * lies inside the input; the driver sends the other pixels to the generic kernel, which gives
- * bitwise the same numbers. */
+/* What a tier registers. */
 typedef struct convjit_conv_kernel {
   convjit_conv_tile_fn compute;
   convjit_conv_prepare_fn prepare;  /* NULL: none */
   int64_t oc_block;                 /* output channels one prepare covers (0: any) */
-  int32_t interior_only;
+  int32_t row_kernel;               /* 1: takes one output row segment and an input view */
 } convjit_conv_kernel;
 
 #ifdef __cplusplus

@@ -26,6 +26,7 @@ std::string SpecKey::name() const {
   if (!all_one(dilation)) n += "_d" + (uniform(dilation) ? std::to_string(dilation[first]) : dims(dilation));
   if (layout == CONVJIT_NHWC) n += "_nhwc";
   if (flip) n += "_flip";
+  if (oc_class > 0 && oc_class < 4) n += "_oc" + std::to_string(oc_class);
   if (ic_per_group) n += "_c" + std::to_string(ic_per_group) + "to" + std::to_string(oc_per_group) + "_i" + dims(in);
   if (relu) n += "_relu";
   return n + "__avx2";
@@ -38,6 +39,7 @@ SpecKey make_spec_key(const convjit_conv_problem& p, int32_t rank, bool relu, Is
   k.flip = p.flip;
   k.relu = relu ? 1 : 0;
   k.isa = isa;
+  k.oc_class = p.layout == CONVJIT_NCHW ? int32_t(p.oc_per_group < 4 ? p.oc_per_group : 4) : 0;
   for (int d = 0; d < 3; ++d) {
     k.kernel[d] = p.kernel[d];
     k.stride[d] = p.stride[d];

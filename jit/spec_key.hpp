@@ -20,7 +20,10 @@ struct SpecKey {
   int32_t flip;                 // convolution mode
   int32_t relu;
   Isa isa;
-  int32_t pad_unused = 0;       // keeps the struct free of padding bytes, so memcmp compares keys
+  // Output channels per group, as a class: 1, 2, 3, or 4 for "4 or more" (NCHW kernels block
+  // channels by up to 4); 0 where the kernel does not care (NHWC). Keeps the struct free of
+  // padding bytes, so memcmp compares keys.
+  int32_t oc_class;
   int64_t kernel[3], stride[3], dilation[3];  // normalized D, H, W
   // Sizes, when the policy specializes on them; 0 = runtime.
   int64_t ic_per_group = 0, oc_per_group = 0, in[3] = {0, 0, 0};

@@ -62,45 +62,75 @@ convjit_conv_tile_fn generic_tile(const ConvGeometry& g) {
   return conv_tile_generic;
 }
 
-// Output positions whose every tap lies inside the input, per dim: [lo, hi).
-struct InteriorRange {
-  int64_t lo[3], hi[3];
-};
-
-InteriorRange interior_range(const ConvGeometry& g) {
-  InteriorRange r;
-  for (int d = 0; d < 3; ++d) {
-    const int64_t last_tap = (g.kernel[d] - 1) * g.dilation[d];
-    r.lo[d] = std::min(g.out[d], ceil_div(g.pad_begin[d], g.stride[d]));
-    r.hi[d] = std::clamp<int64_t>(floor_div(g.in[d] - 1 + g.pad_begin[d] - last_tap, g.stride[d]) + 1, r.lo[d], g.out[d]);
+// The input a row kernel reads for output row (od, oh), pixels [ow, ow + count): x itself where
+// every tap of the segment is real, else a zero-padded copy of the input rows it reads (NCHW:
+// [ic][kd][kh][position], NHWC: [kd][kh][position][ic], taps unflipped) in scratch. Zeros there
+// are zero products, which add exactly nothing to finite sums: the generic tier's numbers.
+// Returns false if the copy does not fit in `capacity` floats.
+bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, int64_t ow, int64_t count,
+               float* scratch, int64_t capacity, convjit_conv_tile* view) {
+  const int64_t kd_n = g.kernel[0], kh_n = g.kernel[1];
+  const int64_t origin[3] = {od * g.stride[0] - g.pad_begin[0], oh * g.stride[1] - g.pad_begin[1],
+                             ow * g.stride[2] - g.pad_begin[2]};
+  const int64_t extent[3] = {(kd_n - 1) * g.dilation[0] + 1, (kh_n - 1) * g.dilation[1] + 1,
+                             (count - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1};
+  bool inside = true;
+  for (int d = 0; d < 3; ++d) inside &= origin[d] >= 0 && origin[d] + extent[d] <= g.in[d];
+  if (inside) {
+    view->x = x + origin[0] * g.x.spatial[0] + origin[1] * g.x.spatial[1] + origin[2] * g.x.spatial[2];
+    view->view_channel = g.x.channel;
+    view->view_position = g.x.spatial[2];
+    view->view_tap_row = g.dilation[1] * g.x.spatial[1];
+    view->view_tap_plane = g.dilation[0] * g.x.spatial[0];
+    return true;
   }
-  return r;
+  const int64_t span = extent[2], icg = g.ic_per_group;
+  if (icg * kd_n * kh_n * span > capacity) return false;
+  const bool nchw = g.layout == CONVJIT_NCHW;
+  view->x = scratch;
+  view->view_channel = nchw ? kd_n * kh_n * span : 1;
+  view->view_position = nchw ? 1 : icg;
+  view->view_tap_row = span * view->view_position;
+  view->view_tap_plane = kh_n * view->view_tap_row;
+  const int64_t first = std::clamp<int64_t>(-origin[2], 0, span);               // real positions
+  const int64_t last = std::clamp<int64_t>(g.in[2] - origin[2], first, span);  // are [first, last)
+  for (int64_t kd = 0; kd < kd_n; ++kd) {
+    const int64_t id = origin[0] + kd * g.dilation[0];
+    for (int64_t kh = 0; kh < kh_n; ++kh) {
+      const int64_t ih = origin[1] + kh * g.dilation[1];
+      const bool real_row = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
+      const float* src = x + id * g.x.spatial[0] + ih * g.x.spatial[1] + origin[2] * g.x.spatial[2];
+      float* dst = scratch + kd * view->view_tap_plane + kh * view->view_tap_row;
+      if (nchw) {
+        for (int64_t ic = 0; ic < icg; ++ic, src += g.x.channel, dst += view->view_channel) {
+          std::fill(dst, dst + span, 0.0f);
+          if (real_row) std::copy(src + first, src + last, dst + first);
+        }
+      } else {
+        std::fill(dst, dst + span * icg, 0.0f);
+        for (int64_t p = first; p < last && real_row; ++p) std::copy(src + p * g.x.spatial[2], src + p * g.x.spatial[2] + icg, dst + p * icg);
+      }
+    }
+  }
+  return true;
 }
 
-// One task's pixels with a specialized interior-only kernel: each output row's interior goes to
-// it, the rest (padding edges, rows whose taps leave the input) to the generic tile.
-void run_split_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
-                    const InteriorRange& interior, convjit_conv_tile tile) {
-  const bool plane_interior = tile.od >= interior.lo[0] && tile.od < interior.hi[0];
-  const float* y_start = tile.y;
+// A tile through a row kernel: row segment by row segment, each with its input view; a segment
+// whose padded copy would not fit the scratch goes to the generic tile (same numbers).
+void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
+              const convjit_conv_tile& tile) {
   int64_t oh = tile.oh, ow = tile.ow;
   for (int64_t done = 0; done < tile.pixel_count; done += g.out[2] - ow, ow = 0, ++oh) {
-    const int64_t end = std::min(g.out[2], ow + tile.pixel_count - done);  // this row: [ow, end)
-    const bool row_interior = plane_interior && oh >= interior.lo[1] && oh < interior.hi[1];
-    const int64_t lo = row_interior ? std::clamp(interior.lo[2], ow, end) : end;
-    const int64_t hi = row_interior ? std::clamp(interior.hi[2], lo, end) : end;
-    auto run = [&](const convjit_conv_tile_fn fn, int64_t first, int64_t last) {
-      if (first >= last) return;
-      convjit_conv_tile part = tile;
-      part.oh = oh;
-      part.ow = first;
-      part.pixel_count = last - first;
-      part.y = const_cast<float*>(y_start) + (done + first - ow) * g.y.spatial[2];
-      fn(&g, &part);
-    };
-    run(generic, ow, lo);
-    run(specialized.compute, lo, hi);
-    run(generic, hi, end);
+    convjit_conv_tile part = tile;
+    part.oh = oh;
+    part.ow = ow;
+    part.pixel_count = std::min(g.out[2] - ow, tile.pixel_count - done);
+    part.y = tile.y + done * g.y.spatial[2];
+    if (make_view(g, tile.x, tile.od, oh, ow, part.pixel_count, tile.scratch, tile.scratch_floats, &part)) {
+      specialized.compute(&g, &part);
+    } else {
+      generic(&g, &part);
+    }
   }
 }
 
@@ -122,7 +152,6 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
                       const float* w, const float* bias, bool relu, float* y) {
   const ForwardTiling tiling = plan_forward(g, threads);
   const int64_t pixels = g.out[1] * g.out[2];
-  const InteriorRange interior = interior_range(g);
   const convjit_conv_tile_fn generic = generic_tile(g);
   // A kernel with prepare packs the weights of oc_block channels at a time ahead of the scratch
   // the generic tile uses.
@@ -162,7 +191,7 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
         continue;
       }
       if (prepared) specialized->prepare(&g, tile.w, tile.oc_count, scratch);
-      if (specialized->interior_only) run_split_rows(g, generic, *specialized, interior, tile);
+      if (specialized->row_kernel) run_rows(g, generic, *specialized, tile);
       else specialized->compute(&g, &tile);
     }
   });

@@ -1,5 +1,4 @@
-// The forward driver, shared by every tier: tiling, threads, and the split of each row between
-// an interior-only specialized kernel and the generic one.
+// The forward driver, shared by every tier: tiling, threads, and the input views of row kernels.
 #pragma once
 
 #include "jit/conv_tile_abi.h"

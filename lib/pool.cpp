@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "lib/geometry.hpp"
 #include "lib/ops_internal.hpp"
@@ -172,7 +174,8 @@ struct BackwardBody {
         const float scale = grad / lp_power(norm, p - 1.0f);
         for_each_tap(g, win, [&](int64_t offset) {
           const float v = x[image + offset + c * cs];
-          dx[image + offset + c * cs] += scale * std::copysign(lp_power(std::fabs(v), p - 1.0f), v);
+          // d|v|^p/dv = p |v|^(p-1) sign(v), with sign(0) = 0 (also the subgradient for p <= 1)
+          if (v != 0.0f) dx[image + offset + c * cs] += scale * std::copysign(lp_power(std::fabs(v), p - 1.0f), v);
         });
       }
     }
@@ -181,7 +184,9 @@ struct BackwardBody {
 
 Status check_lp_norm(PoolOp op, float p) {
   if (op != PoolOp::LpNorm || (p > 0.0f && std::isfinite(p))) return Status::success();
-  return Status::invalid("p = " + std::to_string(p) + ": Lp-norm pooling needs a finite p > 0");
+  char value[32];
+  std::snprintf(value, sizeof value, "%g", double(p));
+  return Status::invalid(std::string("p = ") + value + ": Lp-norm pooling needs a finite p > 0");
 }
 
 }  // namespace

@@ -15,13 +15,16 @@ alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 #define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
 #define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
 
-// Emits: for each block of 4 output channels, for each run of 16 pixels of the row segment,
+// Emits: for each block of oc_block output channels, for each run of 8*vectors pixels of the row,
 //   acc[oc][px] = sum over ic, (kd, kh, kw) in OIHW order of w[oc][ic][kd][kh][kw] * x[...]
 // as one FMA chain per output, then + bias, then relu: the generic tier's numbers exactly.
 class Generator : public CodeGenerator {
  public:
   Generator(const SpecKey& key, size_t code_size)
-      : CodeGenerator(code_size, DontSetProtectRWE), key_(key), taps_(key.kernel[0] * key.kernel[1] * key.kernel[2]) {
+      : CodeGenerator(code_size, DontSetProtectRWE),
+        key_(key),
+        plan_(plan_nchw(key)),
+        taps_(key.kernel[0] * key.kernel[1] * key.kernel[2]) {
     emit_prologue();
     emit_oc_loop();
     emit_epilogue();
@@ -32,17 +35,18 @@ class Generator : public CodeGenerator {
   const Reg64 reg_problem = rdi, reg_tile = rsi;
   const Reg64 reg_x_channel = rdi;  // x of the current input channel, at the block's first pixel
   const Reg64 reg_x_block = rsi;    // x at the current pixel block, input channel 0
-  const Reg64 reg_w[kNchwOcBlock] = {r8, r9, r10, r11};  // weight rows of the block's channels
+  const Reg64 reg_w[4] = {r8, r9, r10, r11};  // weight rows of the block's channels
   const Reg64 reg_row = rbx, reg_plane = rdx;  // input row / plane of the current tap
   const Reg64 reg_ic = rcx, reg_pixels_left = rbp, reg_y = r12;
-  const Reg64 reg_plane_step = r13, reg_row_step = r14, reg_channel_step = r15;  // bytes, dilation applied
+  const Reg64 reg_plane_step = r13, reg_row_step = r14, reg_channel_step = r15;  // view steps, bytes
 
   // Locals on the stack.
   enum Local { kXBase, kYBlock, kBiasBlock, kOcLeft, kPixels, kWeightBytes, kYChannelBytes, kIcCount, kLocals };
   Address local(Local l) { return qword[rsp + 8 * int(l)]; }
 
-  const Ymm acc(int oc, int v) const { return Ymm(oc * kNchwVectors + v); }
-  const Ymm reg_xv[2] = {ymm8, ymm9};
+  // ymm: accumulators, then the input vectors, then the fixed roles at the top.
+  Ymm acc(int oc, int v) const { return Ymm(oc * plan_.vectors + v); }
+  Ymm input(int v) const { return Ymm(plan_.oc_block * plan_.vectors + v); }
   const Ymm reg_weight = ymm10, reg_mask_lo = ymm11, reg_tmp_a = ymm12, reg_tmp_b = ymm13;
   const Ymm reg_pixel_mask = ymm14, reg_mask_hi = ymm15;  // stride 2 only
   // Pixel lanes of the last vector; with stride 1 they coincide with its input lanes.
@@ -51,29 +55,14 @@ class Generator : public CodeGenerator {
   void emit_prologue() {
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
     sub(rsp, 8 * kLocals);
-    // Input origin of the segment: tap (0, 0, 0) of pixel (od, oh, ow), unflipped.
-    mov(rax, TILE(od));
-    imul(rax, rax, int(key_.stride[0]));
-    sub(rax, PROBLEM(pad_begin[0]));
-    imul(rax, PROBLEM(x.spatial[0]));
-    mov(rdx, TILE(oh));
-    imul(rdx, rdx, int(key_.stride[1]));
-    sub(rdx, PROBLEM(pad_begin[1]));
-    imul(rdx, PROBLEM(x.spatial[1]));
-    add(rax, rdx);
-    mov(rdx, TILE(ow));
-    imul(rdx, rdx, int(key_.stride[2]));
-    sub(rdx, PROBLEM(pad_begin[2]));
-    add(rax, rdx);
-    mov(rdx, TILE(x));
-    lea(rax, ptr[rdx + rax * 4]);
+    // The driver's input view: x at tap (0, 0, 0) of the segment's first pixel, all taps real.
+    mov(rax, TILE(x));
     mov(local(kXBase), rax);
-
-    mov(reg_plane_step, PROBLEM(x.spatial[0]));
-    imul(reg_plane_step, reg_plane_step, int(4 * key_.dilation[0]));
-    mov(reg_row_step, PROBLEM(x.spatial[1]));
-    imul(reg_row_step, reg_row_step, int(4 * key_.dilation[1]));
-    mov(reg_channel_step, PROBLEM(x.channel));
+    mov(reg_plane_step, TILE(view_tap_plane));
+    shl(reg_plane_step, 2);
+    mov(reg_row_step, TILE(view_tap_row));
+    shl(reg_row_step, 2);
+    mov(reg_channel_step, TILE(view_channel));
     shl(reg_channel_step, 2);
     mov(rax, PROBLEM(reduction));
     shl(rax, 2);
@@ -97,37 +86,38 @@ class Generator : public CodeGenerator {
     mov(reg_w[0], TILE(w));
   }
 
-  // Channel blocks of 4. A block with fewer real channels points its missing weight rows at the
-  // last real one and skips their stores, so no code path depends on the channel count.
+  // Channel blocks of oc_block. A block with fewer real channels points its missing weight rows at
+  // the last real one and skips their stores, so no code path depends on the channel count.
   void emit_oc_loop() {
     Label oc_loop;
     L(oc_loop);
     mov(rax, local(kWeightBytes));
     mov(rdx, local(kOcLeft));
-    for (int i = 1; i < kNchwOcBlock; ++i) {
+    for (int i = 1; i < plan_.oc_block; ++i) {
       lea(reg_w[i], ptr[reg_w[i - 1] + rax]);
       cmp(rdx, i);
       cmovle(reg_w[i], reg_w[i - 1]);
     }
     emit_pixel_loop();
     mov(rax, local(kWeightBytes));
-    shl(rax, 2);
+    imul(rax, rax, plan_.oc_block);
     add(reg_w[0], rax);
     mov(rax, local(kYChannelBytes));
-    shl(rax, 2);
+    imul(rax, rax, plan_.oc_block);
     add(local(kYBlock), rax);
     Label no_bias;
     cmp(local(kBiasBlock), 0);
     je(no_bias);
-    add(local(kBiasBlock), 4 * kNchwOcBlock);
+    add(local(kBiasBlock), 4 * plan_.oc_block);
     L(no_bias);
-    sub(local(kOcLeft), kNchwOcBlock);
+    sub(local(kOcLeft), plan_.oc_block);
     jg(oc_loop, T_NEAR);
   }
 
-  // Runs of 16 pixels, then a tail of 1..15 with the last vector masked.
+  // Runs of 8*vectors pixels, then a tail of 1..8*vectors-1 with its last vector masked.
   void emit_pixel_loop() {
-    Label pixel_loop, tail, tail_two, done;
+    const int run = 8 * plan_.vectors;
+    Label pixel_loop, tail, done;
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     mov(reg_y, local(kYBlock));
@@ -139,24 +129,27 @@ class Generator : public CodeGenerator {
       vpcmpgtd(reg_mask_hi, reg_mask_hi, ptr[rax]);
     }
     L(pixel_loop);
-    cmp(reg_pixels_left, 8 * kNchwVectors);
+    cmp(reg_pixels_left, run);
     jl(tail, T_NEAR);
-    emit_block(kNchwVectors, false);
-    add(reg_x_block, int(4 * 8 * kNchwVectors * key_.stride[2]));
-    add(reg_y, 4 * 8 * kNchwVectors);
-    sub(reg_pixels_left, 8 * kNchwVectors);
+    emit_block(plan_.vectors, false);
+    add(reg_x_block, int(4 * run * key_.stride[2]));
+    add(reg_y, 4 * run);
+    sub(reg_pixels_left, run);
     jmp(pixel_loop, T_NEAR);
     L(tail);
     test(reg_pixels_left, reg_pixels_left);
     jz(done, T_NEAR);
-    cmp(reg_pixels_left, 8);
-    jg(tail_two, T_NEAR);
-    emit_lane_masks(0);
-    emit_block(1, true);
-    jmp(done, T_NEAR);
-    L(tail_two);
-    emit_lane_masks(8);
-    emit_block(2, true);
+    for (int vectors = 1; vectors <= plan_.vectors; ++vectors) {
+      Label next;
+      if (vectors < plan_.vectors) {
+        cmp(reg_pixels_left, 8 * vectors);
+        jg(next, T_NEAR);
+      }
+      emit_lane_masks(8 * (vectors - 1));
+      emit_block(vectors, true);
+      jmp(done, T_NEAR);
+      L(next);
+    }
     L(done);
   }
 
@@ -179,10 +172,10 @@ class Generator : public CodeGenerator {
     }
   }
 
-  // Input vector v of tap kw (flipped as the mode says) for 8 consecutive pixels into reg_xv[v].
+  // Input vector v of tap kw (flipped as the mode says) for 8 consecutive pixels into input(v).
   void emit_load_input(int v, int64_t kw_input, bool masked) {
     const int64_t offset = 4 * (kw_input * key_.dilation[2] + 8 * v * key_.stride[2]);
-    const Ymm& dst = reg_xv[v];
+    const Ymm dst = input(v);
     if (key_.stride[2] == 1) {
       if (masked) vmaskmovps(dst, reg_mask_lo, ptr[reg_row + offset]);
       else vmovups(dst, ptr[reg_row + offset]);
@@ -194,16 +187,16 @@ class Generator : public CodeGenerator {
       vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
     } else {  // the last element of a full block's last load is an odd input past the row's end
       vmovups(reg_tmp_a, ptr[reg_row + offset]);
-      if (v == kNchwVectors - 1) vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
+      if (v == plan_.vectors - 1) vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
       else vmovups(reg_tmp_b, ptr[reg_row + offset + 32]);
     }
     vshufps(dst, reg_tmp_a, reg_tmp_b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
     vpermpd(dst, dst, 0xD8);                   // a0 a2 a4 a6 b0 b2 b4 b6
   }
 
-  // One block: `vectors` ymm of pixels x 4 channels, reduced over every input channel and tap.
+  // One block: `vectors` ymm of pixels x oc_block channels, reduced over every input channel and tap.
   void emit_block(int vectors, bool masked_last) {
-    for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+    for (int oc = 0; oc < plan_.oc_block; ++oc) {
       for (int v = 0; v < vectors; ++v) vxorps(acc(oc, v), acc(oc, v), acc(oc, v));
     }
     mov(reg_x_channel, reg_x_block);
@@ -212,11 +205,11 @@ class Generator : public CodeGenerator {
     L(ic_loop);
     emit_taps(vectors, masked_last);
     add(reg_x_channel, reg_channel_step);
-    for (const Reg64& w : reg_w) add(w, int(4 * taps_));
+    for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(4 * taps_));
     dec(reg_ic);
     jnz(ic_loop, T_NEAR);
     mov(rax, local(kWeightBytes));
-    for (const Reg64& w : reg_w) sub(w, rax);
+    for (int oc = 0; oc < plan_.oc_block; ++oc) sub(reg_w[oc], rax);
     emit_store(vectors, masked_last);
   }
 
@@ -235,9 +228,9 @@ class Generator : public CodeGenerator {
         for (int64_t kw = 0; kw < kw_n; ++kw) {
           const int64_t tap = (kd * kh_n + kh) * kw_n + kw;
           for (int v = 0; v < vectors; ++v) emit_load_input(v, input_tap(kw, kw_n), masked_last && v == vectors - 1);
-          for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+          for (int oc = 0; oc < plan_.oc_block; ++oc) {
             vbroadcastss(reg_weight, ptr[reg_w[oc] + 4 * tap]);
-            for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(oc, v), reg_weight, reg_xv[v]);
+            for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(oc, v), reg_weight, input(v));
           }
         }
       }
@@ -256,20 +249,20 @@ class Generator : public CodeGenerator {
     mov(rax, local(kBiasBlock));
     test(rax, rax);
     jz(no_bias, T_NEAR);
-    for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+    for (int oc = 0; oc < plan_.oc_block; ++oc) {
       vbroadcastss(reg_weight, ptr[rax + 4 * oc]);
       for (int v = 0; v < vectors; ++v) vaddps(acc(oc, v), acc(oc, v), reg_weight);
     }
     L(no_bias);
     if (key_.relu) {
       vxorps(reg_weight, reg_weight, reg_weight);
-      for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+      for (int oc = 0; oc < plan_.oc_block; ++oc) {
         for (int v = 0; v < vectors; ++v) vmaxps(acc(oc, v), reg_weight, acc(oc, v));  // keeps NaN
       }
     }
     mov(rax, reg_y);
     mov(rdx, local(kOcLeft));
-    for (int oc = 0; oc < kNchwOcBlock; ++oc) {
+    for (int oc = 0; oc < plan_.oc_block; ++oc) {
       if (oc > 0) {
         cmp(rdx, oc);
         jle(done, T_NEAR);
@@ -291,6 +284,7 @@ class Generator : public CodeGenerator {
   }
 
   const SpecKey key_;
+  const NchwPlan plan_;
   const int64_t taps_;
 };
 
@@ -298,6 +292,15 @@ class Generator : public CodeGenerator {
 #undef TILE
 
 }  // namespace
+
+NchwPlan plan_nchw(const SpecKey& key) {
+  switch (key.oc_class) {  // accumulators + inputs <= 10 of the 16 ymm
+    case 1: return {1, 4};
+    case 2: return {2, 3};
+    case 3: return {3, 2};
+    default: return {4, 2};
+  }
+}
 
 std::string nchw_unsupported_reason(const SpecKey& key) {
   if (key.layout != CONVJIT_NCHW) return "not NCHW";
@@ -316,12 +319,13 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
   }
   try {
     const size_t taps = size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]);
-    // Three blocks (full, one and two masked vectors) of ~100 bytes per tap, plus the frame.
-    auto generator = std::make_shared<Generator>(key, 4096 + taps * 3 * 128);
+    // Blocks (full, and 1..vectors masked) of ~100 bytes per tap and vector, plus the frame.
+    const NchwPlan plan = plan_nchw(key);
+    auto generator = std::make_shared<Generator>(key, 4096 + taps * size_t(plan.vectors + 1) * size_t(plan.vectors) * 96);
     generator->setProtectModeRE();
     out->kernel = {};
     out->kernel.compute = generator->getCode<convjit_conv_tile_fn>();
-    out->kernel.interior_only = 1;
+    out->kernel.row_kernel = 1;
     out->key = key;
     out->name = key.name();
     out->code_bytes = generator->getSize();

@@ -8,9 +8,12 @@
 
 namespace convjit::jit::xbyak {
 
-// Register blocking of the NCHW kernel: kOcBlock output channels x kVectors ymm of pixels.
-inline constexpr int kNchwOcBlock = 4;
-inline constexpr int kNchwVectors = 2;
+// Register blocking of the NCHW kernel: oc_block output channels (the key's channel class)
+// x vectors ymm of 8 pixels, at most 8 accumulators.
+struct NchwPlan {
+  int oc_block, vectors;
+};
+NchwPlan plan_nchw(const SpecKey& key);
 
 // Empty when the key can be generated, else why not.
 std::string nchw_unsupported_reason(const SpecKey& key);

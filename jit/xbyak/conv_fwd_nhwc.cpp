@@ -43,7 +43,7 @@ class Generator : public CodeGenerator {
   const Reg64 reg_plane = rdx, reg_row = r9, reg_tap = rbx;  // running tap pointers
   const Reg64 reg_in_lo = rax, reg_in_hi = rbp;  // pixels 0 and 3 of the block at the current ic
   const Reg64 reg_ic = rcx, reg_y = r12, reg_pixel_step = r13, reg_pixel_step3 = r11;
-  const Reg64 reg_col_step = r14, reg_plane_step = r15, reg_row_step = r10;  // bytes, dilation applied
+  const Reg64 reg_col_step = r14, reg_plane_step = r15, reg_row_step = r10;  // view steps, bytes
   const Reg64 reg_pixels_left = rdi;  // after the problem's fields are read
 
   enum Local { kXBase, kPixels, kIcCount, kBias, kYPixelBytes, kPackedWeights, kMaskLo, kMaskHi = kMaskLo + 4, kLocals = kMaskHi + 4 };
@@ -56,31 +56,16 @@ class Generator : public CodeGenerator {
   void emit_prologue() {
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
     sub(rsp, 8 * kLocals + 8);  // keeps the ymm locals 32-byte aligned? no: stored unaligned (vmovups)
-    mov(rax, TILE(od));
-    imul(rax, rax, int(key_.stride[0]));
-    sub(rax, PROBLEM(pad_begin[0]));
-    imul(rax, PROBLEM(x.spatial[0]));
-    mov(rdx, TILE(oh));
-    imul(rdx, rdx, int(key_.stride[1]));
-    sub(rdx, PROBLEM(pad_begin[1]));
-    imul(rdx, PROBLEM(x.spatial[1]));
-    add(rax, rdx);
-    mov(rdx, TILE(ow));
-    imul(rdx, rdx, int(key_.stride[2]));
-    sub(rdx, PROBLEM(pad_begin[2]));
-    imul(rdx, PROBLEM(x.spatial[2]));
-    add(rax, rdx);
-    mov(rdx, TILE(x));
-    lea(rax, ptr[rdx + rax * 4]);
+    // The driver's input view: x at tap (0, 0, 0) of the segment's first pixel, all taps real.
+    mov(rax, TILE(x));
     mov(local(kXBase), rax);
-
-    mov(reg_plane_step, PROBLEM(x.spatial[0]));
-    imul(reg_plane_step, reg_plane_step, int(4 * key_.dilation[0]));
-    mov(reg_row_step, PROBLEM(x.spatial[1]));
-    imul(reg_row_step, reg_row_step, int(4 * key_.dilation[1]));
-    mov(reg_col_step, PROBLEM(x.spatial[2]));
+    mov(reg_plane_step, TILE(view_tap_plane));
+    shl(reg_plane_step, 2);
+    mov(reg_row_step, TILE(view_tap_row));
+    shl(reg_row_step, 2);
+    mov(reg_col_step, TILE(view_position));
     imul(reg_col_step, reg_col_step, int(4 * key_.dilation[2]));
-    mov(reg_pixel_step, PROBLEM(x.spatial[2]));
+    mov(reg_pixel_step, TILE(view_position));
     imul(reg_pixel_step, reg_pixel_step, int(4 * key_.stride[2]));
     lea(reg_pixel_step3, ptr[reg_pixel_step + reg_pixel_step * 2]);
     mov(rax, PROBLEM(ic_per_group));
@@ -262,7 +247,7 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
     out->kernel.compute = generator->getCode<convjit_conv_tile_fn>();
     out->kernel.prepare = pack_weights;
     out->kernel.oc_block = kNhwcOcBlock;
-    out->kernel.interior_only = 1;
+    out->kernel.row_kernel = 1;
     out->key = key;
     out->name = key.name();
     out->code_bytes = generator->getSize();
