@@ -4,6 +4,7 @@
 //
 //   convjit-workload [--threads N] [--steps N] [--shapes PATH] [--no-shapes]
 #include <convjit/convjit.hpp>
+#include <convjit/runtime.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -111,6 +112,30 @@ void run_seed_network(const Options& options) {
   }
 }
 
+// The default runtime's view: per configuration, calls and mean time per tier, and the kernel.
+void print_tiers() {
+  convjit::Runtime& runtime = convjit::Runtime::process_default();
+  runtime.wait_for_compiles();
+  const convjit::RuntimeStats stats = runtime.stats();
+  std::printf("\ntiers (backend %s%s%s): %lld kernels compiled, %lld failed, %lld code bytes\n", stats.backend.c_str(),
+              stats.backend_unavailable_reason.empty() ? "" : ": ", stats.backend_unavailable_reason.c_str(),
+              (long long)stats.compiles, (long long)stats.compile_failures, (long long)stats.code_bytes);
+  std::printf("  %-34s %7s %7s %11s %11s %8s %9s  %s\n", "configuration", "generic", "jit", "generic us", "jit us",
+              "speedup", "compile", "kernel");
+  for (const convjit::ConfigStats& c : stats.configurations) {
+    const convjit::ConvDims& d = c.dims;
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld s%lld %lld->%lld %lldx%lld n%lld%s", (long long)d.kernel[0],
+                  (long long)d.kernel[1], (long long)d.stride[0], (long long)d.in_channels, (long long)d.out_channels,
+                  (long long)d.in_size[0], (long long)d.in_size[1], (long long)d.batch,
+                  c.activation == convjit::Activation::Relu ? " relu" : "");
+    const double speedup = c.mean_ns_jit > 0 && c.mean_ns_generic > 0 ? c.mean_ns_generic / c.mean_ns_jit : 0;
+    std::printf("  %-34s %7lld %7lld %11.1f %11.1f %7.2fx %7.1fus  %s%s\n", shape, (long long)c.calls_generic,
+                (long long)c.calls_jit, c.mean_ns_generic * 1e-3, c.mean_ns_jit * 1e-3, speedup, c.compile_us,
+                c.kernel.empty() ? c.state.c_str() : c.kernel.c_str(), c.failure.empty() ? "" : (": " + c.failure).c_str());
+  }
+}
+
 void run_shapes(const Options& options) {
   const convjit_bench::ShapeSet shapes = convjit_bench::load_shapes(options.shapes_path);
   std::printf("\nshapes of %s, forward, NCHW:\n", options.shapes_path.c_str());
@@ -159,10 +184,12 @@ int main(int argc, char** argv) {
   }
   try {
     convjit::set_num_threads(options.threads);
-    std::printf("convjit-workload: %d thread(s), tier: generic (tier 0; no JIT backend in this build yet)\n\n",
-                convjit::num_threads());
+    const convjit::Policy& policy = convjit::Runtime::process_default().policy();
+    std::printf("convjit-workload: %d thread(s), hot threshold %lld, %s compiles\n\n", convjit::num_threads(),
+                (long long)policy.hot_threshold, policy.async ? "background" : "inline");
     run_seed_network(options);
     if (options.run_shapes) run_shapes(options);
+    print_tiers();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "convjit-workload: %s\n", e.what());
     return 1;

@@ -1,0 +1,281 @@
+// lib/runtime.cpp: the tiered runtime through explicit Runtime objects. Every tier agrees with
+// the oracle and (as runtime.hpp promises) bit for bit with the generic tier; a compile that is
+// refused or fails never changes a result; weights are read at every call on every tier; the
+// hot threshold, async compiles, concurrent callers and evicted configurations all keep results
+// right. A host without a usable backend skips only the tests that need one.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <thread>
+
+#include "convjit/runtime.hpp"
+#include "reference/reference.hpp"
+#include "support/compare.hpp"
+#include "support/random.hpp"
+#include "support/random_shapes.hpp"
+
+namespace convjit::testing {
+namespace {
+
+struct Problem {
+  ConvDims dims;
+  std::vector<float> x, w, bias;
+  Activation activation;
+  std::vector<double> want;
+
+  Problem(const ConvDims& d, uint64_t seed) : dims(d) {
+    Rng rng(seed);
+    x = random_floats(rng, ref::conv_input_elements(d));
+    w = random_floats(rng, ref::conv_weight_elements(d));
+    bias = rng.chance(0.5) ? random_floats(rng, d.out_channels) : std::vector<float>{};
+    activation = rng.chance(0.5) ? Activation::Relu : Activation::Identity;
+    want = ref::conv_forward(d, x.data(), w.data(), bias_ptr(), activation);
+  }
+  const float* bias_ptr() const { return bias.empty() ? nullptr : bias.data(); }
+  int64_t reduction() const {
+    int64_t taps = 1;
+    for (int k = 0; k < dims.rank; ++k) taps *= dims.kernel[k];
+    return (dims.in_channels / dims.groups) * taps;
+  }
+  std::vector<float> run(Runtime& runtime) const {
+    std::vector<float> y = nan_buffer(int64_t(want.size()));
+    runtime.conv_forward(dims, x.data(), w.data(), bias_ptr(), activation, y.data());
+    return y;
+  }
+  ::testing::AssertionResult matches_reference(const std::vector<float>& y, const std::string& what) const {
+    return all_close(what, y.data(), want, conv_output_shape(dims), reduction(), describe(dims));
+  }
+};
+
+Policy generic_policy() {
+  Policy p;
+  p.backend = Backend::None;
+  return p;
+}
+
+Policy eager_policy(bool specialize_sizes = false) {
+  Policy p;
+  p.backend = Backend::Auto;
+  p.hot_threshold = 0;
+  p.async = false;
+  p.specialize_sizes = specialize_sizes;
+  return p;
+}
+
+// A copy: the stats are often a temporary.
+std::optional<ConfigStats> find_config(const RuntimeStats& stats, const ConvDims& dims) {
+  for (const ConfigStats& c : stats.configurations) {
+    if (describe(c.dims) == describe(dims)) return c;
+  }
+  return std::nullopt;
+}
+
+int64_t count_state(const RuntimeStats& stats, const std::string& state) {
+  int64_t n = 0;
+  for (const ConfigStats& c : stats.configurations) n += c.state == state;
+  return n;
+}
+
+#define SKIP_WITHOUT_BACKEND(runtime)                                                               \
+  do {                                                                                              \
+    const RuntimeStats s_ = (runtime).stats();                                                      \
+    if (s_.backend == "none") GTEST_SKIP() << "no JIT backend on this host: " << s_.backend_unavailable_reason; \
+  } while (0)
+
+TEST(Runtime, GenericPolicyNeverCompiles) {
+  Runtime generic(generic_policy());
+  const std::vector<ConvDims> shapes = random_conv_sweep(0x4E01, 24);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Problem p(shapes[i], case_seed(0x4E01, i));
+    for (int call = 0; call < 3; ++call) EXPECT_TRUE(p.matches_reference(p.run(generic), "generic y"));
+  }
+  const RuntimeStats stats = generic.stats();
+  EXPECT_EQ(stats.backend, "none");
+  EXPECT_EQ(stats.compiles, 0);
+  for (const ConfigStats& c : stats.configurations) EXPECT_EQ(c.calls_jit, 0) << describe(c.dims);
+}
+
+// Each configuration compiled on first sight, with and without size specialization.
+TEST(Runtime, CompiledTiersMatchReferenceAndGenericBitwise) {
+  Runtime generic(generic_policy());
+  Runtime eager(eager_policy());
+  Runtime sized(eager_policy(true));
+  SKIP_WITHOUT_BACKEND(eager);
+  const std::vector<ConvDims> shapes = random_conv_sweep(0x4E02, 360);
+  int failures = 0;
+  for (size_t i = 0; i < shapes.size() && failures < 10; ++i) {
+    const Problem p(shapes[i], case_seed(0x4E02, i));
+    const std::vector<float> y_generic = p.run(generic);
+    for (Runtime* r : {&eager, &sized}) {
+      const char* name = r == &eager ? "eager" : "sized";
+      const std::vector<float> y = p.run(*r);
+      const auto close = p.matches_reference(y, std::string(name) + " y");
+      const auto same = bitwise_equal(std::string(name) + " vs generic", y, y_generic, conv_output_shape(p.dims),
+                                      describe(p.dims));
+      EXPECT_TRUE(close) << "case " << i;
+      EXPECT_TRUE(same) << "case " << i;
+      failures += !close || !same;
+    }
+  }
+  // The comparison means something only if many configurations really ran compiled code.
+  for (Runtime* r : {&eager, &sized}) {
+    const RuntimeStats stats = r->stats();
+    int64_t jit_calls = 0;
+    for (const ConfigStats& c : stats.configurations) jit_calls += c.calls_jit;
+    EXPECT_GE(jit_calls, int64_t(shapes.size()) / 3) << "compiled " << stats.compiles << ", failed "
+                                                     << stats.compile_failures;
+  }
+}
+
+// Training updates weights in place: a compiled kernel must read them again at every call.
+TEST(Runtime, CompiledTierReadsWeightsUpdatedInPlace) {
+  Runtime eager(eager_policy());
+  SKIP_WITHOUT_BACKEND(eager);
+  ConvDims d;
+  d.in_channels = 3;
+  d.out_channels = 8;
+  d.in_size = {9, 12, 1};
+  d.kernel = {3, 3, 1};
+  Problem p(d, 0x4E03);
+  for (int step = 0; step < 4; ++step) {
+    p.want = ref::conv_forward(d, p.x.data(), p.w.data(), p.bias_ptr(), p.activation);
+    EXPECT_TRUE(p.matches_reference(p.run(eager), "step " + std::to_string(step)));
+    for (float& v : p.w) v = 0.5f * v + 0.125f;
+    for (float& v : p.x) v = -v;
+  }
+  const std::optional<ConfigStats> c = find_config(eager.stats(), d);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->state, "jit") << c->failure;
+  EXPECT_EQ(c->calls_jit, 4);
+}
+
+TEST(Runtime, HotThresholdDelaysTheCompile) {
+  Policy policy = eager_policy();
+  policy.hot_threshold = 3;
+  Runtime runtime(policy);
+  SKIP_WITHOUT_BACKEND(runtime);
+  ConvDims d;
+  d.in_channels = 2;
+  d.out_channels = 4;
+  d.in_size = {10, 10, 1};
+  d.kernel = {3, 3, 1};
+  const Problem p(d, 0x4E04);
+  EXPECT_TRUE(p.matches_reference(p.run(runtime), "call 1"));
+  const std::optional<ConfigStats> first = find_config(runtime.stats(), d);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->state, "cold");
+  EXPECT_EQ(first->calls_generic, 1);
+  EXPECT_EQ(first->calls_jit, 0);
+  for (int call = 2; call <= 6; ++call) {
+    EXPECT_TRUE(p.matches_reference(p.run(runtime), "call " + std::to_string(call)));
+  }
+  const RuntimeStats stats = runtime.stats();
+  const std::optional<ConfigStats> later = find_config(stats, d);
+  ASSERT_TRUE(later.has_value());
+  EXPECT_EQ(later->state, "jit") << later->failure;
+  EXPECT_EQ(later->calls_generic + later->calls_jit, 6);
+  EXPECT_GE(later->calls_generic, 2);  // at least the calls below the threshold
+  EXPECT_GE(later->calls_jit, 1);
+  EXPECT_EQ(stats.compiles, 1);
+}
+
+// No code budget: every compile is refused, every configuration stays generic and correct.
+TEST(Runtime, RefusedCompilesStayGenericAndCorrect) {
+  Policy policy = eager_policy();
+  policy.code_budget_bytes = 0;
+  Runtime runtime(policy);
+  SKIP_WITHOUT_BACKEND(runtime);
+  const std::vector<ConvDims> shapes = random_conv_sweep(0x4E05, 36);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Problem p(shapes[i], case_seed(0x4E05, i));
+    for (int call = 0; call < 2; ++call) EXPECT_TRUE(p.matches_reference(p.run(runtime), "refused y"));
+  }
+  const RuntimeStats stats = runtime.stats();
+  EXPECT_EQ(stats.compiles, 0);
+  EXPECT_EQ(stats.code_bytes, 0);
+  EXPECT_GE(stats.compile_failures, 1);
+  for (const ConfigStats& c : stats.configurations) {
+    EXPECT_EQ(c.calls_jit, 0) << describe(c.dims);
+    EXPECT_EQ(c.state, "failed") << describe(c.dims);
+  }
+}
+
+// Background compiles: results are right before, during and after the kernel arrives.
+TEST(Runtime, AsyncCompilesArriveAndAgree) {
+  Policy policy = eager_policy();
+  policy.async = true;
+  Runtime runtime(policy);
+  Runtime generic(generic_policy());
+  SKIP_WITHOUT_BACKEND(runtime);
+  const std::vector<ConvDims> shapes = random_conv_sweep(0x4E06, 48);
+  std::vector<Problem> problems;
+  for (size_t i = 0; i < shapes.size(); ++i) problems.emplace_back(shapes[i], case_seed(0x4E06, i));
+  for (const Problem& p : problems) EXPECT_TRUE(p.matches_reference(p.run(runtime), "first call"));
+  runtime.wait_for_compiles();
+  EXPECT_EQ(count_state(runtime.stats(), "queued"), 0);
+  for (const Problem& p : problems) {
+    const std::vector<float> y = p.run(runtime);
+    EXPECT_TRUE(bitwise_equal("after compile vs generic", y, p.run(generic), conv_output_shape(p.dims),
+                              describe(p.dims)));
+  }
+  EXPECT_GE(count_state(runtime.stats(), "jit"), int64_t(shapes.size()) / 3);
+}
+
+// Several threads making one configuration hot at once: one compile, every result right.
+TEST(Runtime, ConcurrentCallersShareOneCompile) {
+  Policy policy = eager_policy();
+  policy.async = true;
+  policy.hot_threshold = 5;
+  policy.num_threads = 1;
+  Runtime runtime(policy);
+  SKIP_WITHOUT_BACKEND(runtime);
+  ConvDims d;
+  d.layout = Layout::NHWC;
+  d.batch = 2;
+  d.in_channels = 8;
+  d.out_channels = 16;
+  d.in_size = {12, 12, 1};
+  d.kernel = {3, 3, 1};
+  d.pad_begin = d.pad_end = {1, 1, 0};
+  const Problem p(d, 0x4E07);
+  std::vector<int> bad(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int call = 0; call < 25; ++call) bad[t] += !p.matches_reference(p.run(runtime), "y");
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  runtime.wait_for_compiles();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t << " got wrong results";
+  const RuntimeStats stats = runtime.stats();
+  EXPECT_EQ(stats.compiles, 1);
+  EXPECT_EQ(stats.kernels, 1);
+  const std::optional<ConfigStats> c = find_config(stats, d);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->calls_generic + c->calls_jit, 100);
+}
+
+// More configurations than the detector holds: cold ones age out, results never change.
+TEST(Runtime, EvictedConfigurationsStayCorrect) {
+  Policy policy = eager_policy();
+  policy.max_configurations = 16;
+  Runtime runtime(policy);
+  const std::vector<ConvDims> shapes = random_conv_sweep(0x4E08, 80);
+  std::vector<Problem> problems;
+  for (size_t i = 0; i < shapes.size(); ++i) problems.emplace_back(shapes[i], case_seed(0x4E08, i));
+  int failures = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < problems.size() && failures < 10; ++i) {
+      const auto r = problems[i].matches_reference(problems[i].run(runtime), "round " + std::to_string(round));
+      EXPECT_TRUE(r) << "case " << i;
+      failures += !r;
+    }
+  }
+  const RuntimeStats stats = runtime.stats();
+  EXPECT_LE(int64_t(stats.configurations.size()), 16);
+  EXPECT_GT(stats.evictions, 0);
+}
+
+}  // namespace
+}  // namespace convjit::testing
