@@ -25,6 +25,9 @@ class Backend {
   virtual const char* name() const = 0;
   // Empty when usable on this host, else why not (e.g. "host lacks AVX2/FMA").
   virtual std::string unavailable_reason() const = 0;
+  // Empty when the key's kernel is expected to beat the generic tier on this problem, else why
+  // not (the configuration then stays generic, and the stats say why).
+  virtual std::string decline_reason(const convjit_conv_problem& problem, const SpecKey& key) const = 0;
   // Returns false and sets *error when the key is unsupported or generation fails.
   virtual bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) = 0;
 };

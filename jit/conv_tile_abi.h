@@ -63,6 +63,7 @@ typedef struct convjit_conv_kernel {
   convjit_conv_tile_fn compute;
   convjit_conv_prepare_fn prepare;  /* NULL: none */
   int64_t oc_block;                 /* output channels one prepare covers (0: any) */
+  int64_t min_row_pixels;           /* row kernels: shorter segments go to the generic tile */
   int32_t row_kernel;               /* 1: takes one output row segment and an input view */
 } convjit_conv_kernel;
 

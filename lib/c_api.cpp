@@ -153,6 +153,7 @@ extern "C" void convjit_policy_from_environment(convjit_policy* out) {
   out->num_threads = p.num_threads;
   out->verbose = p.verbose;
   out->specialize_sizes = p.specialize_sizes;
+  out->decline_slower = p.decline_slower;
   out->hot_threshold = p.hot_threshold;
   out->max_configurations = p.max_configurations;
   out->code_budget_bytes = p.code_budget_bytes;
@@ -179,6 +180,7 @@ extern "C" convjit_status convjit_runtime_create(const convjit_policy* policy, c
     p.num_threads = policy->num_threads;
     p.verbose = policy->verbose != 0;
     p.specialize_sizes = policy->specialize_sizes != 0;
+    p.decline_slower = policy->decline_slower != 0;
     p.hot_threshold = policy->hot_threshold;
     p.max_configurations = policy->max_configurations;
     p.code_budget_bytes = policy->code_budget_bytes;

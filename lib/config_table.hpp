@@ -18,7 +18,7 @@
 
 namespace convjit::detail {
 
-enum class SlotState : int { Cold = 0, Queued = 1, Compiled = 2, Failed = 3 };
+enum class SlotState : int { Cold = 0, Queued = 1, Compiled = 2, Failed = 3, Declined = 4 };
 
 struct ConfigSlot {
   std::atomic<uint64_t> id{0};  // configuration hash, never 0; 0 = empty

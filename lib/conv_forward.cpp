@@ -116,7 +116,8 @@ bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, in
 }
 
 // A tile through a row kernel: row segment by row segment, each with its input view; a segment
-// whose padded copy would not fit the scratch goes to the generic tile (same numbers).
+// shorter than the kernel's block, or whose padded copy would not fit the scratch, goes to the
+// generic tile (same numbers).
 void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
               const convjit_conv_tile& tile) {
   int64_t oh = tile.oh, ow = tile.ow;
@@ -126,7 +127,8 @@ void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit
     part.ow = ow;
     part.pixel_count = std::min(g.out[2] - ow, tile.pixel_count - done);
     part.y = tile.y + done * g.y.spatial[2];
-    if (make_view(g, tile.x, tile.od, oh, ow, part.pixel_count, tile.scratch, tile.scratch_floats, &part)) {
+    if (part.pixel_count >= specialized.min_row_pixels &&
+        make_view(g, tile.x, tile.od, oh, ow, part.pixel_count, tile.scratch, tile.scratch_floats, &part)) {
       specialized.compute(&g, &part);
     } else {
       generic(&g, &part);

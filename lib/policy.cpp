@@ -48,6 +48,7 @@ Policy Policy::from_environment() {
   if (parse_int("CONVJIT_NUM_THREADS", 0, &threads)) p.num_threads = int(threads);
   parse_bool("CONVJIT_VERBOSE", &p.verbose);
   parse_bool("CONVJIT_SPECIALIZE_SIZES", &p.specialize_sizes);
+  parse_bool("CONVJIT_DECLINE_SLOWER", &p.decline_slower);
   parse_int("CONVJIT_MAX_CONFIGURATIONS", 16, &p.max_configurations);
   parse_int("CONVJIT_CODE_BUDGET", 0, &p.code_budget_bytes);
   return p;

@@ -29,6 +29,7 @@ const char* state_name(SlotState s) {
     case SlotState::Queued: return "queued";
     case SlotState::Compiled: return "jit";
     case SlotState::Failed: return "failed";
+    case SlotState::Declined: return "declined";
   }
   return "?";
 }
@@ -92,8 +93,13 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
     const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
     if (!kernel && calls >= policy.hot_threshold &&
         slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
-      request_compile(slot, id, key);
-      kernel = slot.kernel.load(std::memory_order_acquire);  // arrived already if compiled inline
+      if (std::string reason = policy.decline_slower ? backend_->decline_reason(g, key) : std::string();
+          !reason.empty()) {
+        decline(slot, id, reason);
+      } else {
+        request_compile(slot, id, key);
+        kernel = slot.kernel.load(std::memory_order_acquire);  // arrived already if compiled inline
+      }
     }
     if (kernel && kernel->key == key) specialized = &kernel->kernel;  // else a recycled slot's
   }
@@ -110,6 +116,18 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
     (specialized ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
   }
   return detail::Status::success();
+}
+
+void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& reason) {
+  int expected = int(SlotState::Cold);
+  if (!slot.state.compare_exchange_strong(expected, int(SlotState::Declined), std::memory_order_acq_rel)) return;
+  std::lock_guard<std::mutex> lock(table_.mutex());
+  if (slot.id.load(std::memory_order_relaxed) != id) return;
+  slot.failure = reason;
+  if (policy.verbose) {
+    std::fprintf(stderr, "convjit: stays generic: %s: %s\n",
+                 detail::describe_conv(slot.params, slot.activation, slot.has_bias).c_str(), reason.c_str());
+  }
 }
 
 void Runtime::Impl::request_compile(ConfigSlot& slot, uint64_t id, const jit::SpecKey& key) {

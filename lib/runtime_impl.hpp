@@ -36,6 +36,7 @@ struct Runtime::Impl {
   };
 
   void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key);
+  void decline(detail::ConfigSlot& slot, uint64_t id, const std::string& reason);
   void compile(const CompileRequest& request);  // in the worker, or inline
   void worker_loop();
 

@@ -73,7 +73,7 @@ typedef struct {
   int32_t num_threads;          /* 0: the process setting */
   int32_t verbose;              /* 1: one stderr line per compile and per first call of a configuration */
   int32_t specialize_sizes;     /* 1: also specialize on channel counts and spatial sizes */
-  int32_t reserved;
+  int32_t decline_slower;       /* 1: keep generic what a backend expects to lose on (default) */
   int64_t hot_threshold;        /* calls before a configuration is compiled; 0 or 1: first sight */
   int64_t max_configurations;   /* detector table size */
   int64_t code_budget_bytes;    /* compiled code beyond this is refused */
@@ -90,9 +90,9 @@ typedef struct {
   int32_t activation, has_bias;
   int64_t calls_generic, calls_jit, code_bytes;
   double mean_ns_generic, mean_ns_jit, compile_us;   /* mean times are sampled */
-  char state[16];               /* "cold", "queued", "jit", "failed" */
+  char state[16];               /* "cold", "queued", "jit", "failed", "declined" */
   char kernel[96];              /* the specialized kernel's name, once compiled */
-  char failure[128];            /* why its compile failed */
+  char failure[128];            /* why its compile failed or was declined */
 } convjit_config_stats;
 
 CONVJIT_PUBLIC void           convjit_policy_from_environment(convjit_policy* policy);

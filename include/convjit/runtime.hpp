@@ -4,7 +4,7 @@
 //
 // The free functions of ops.hpp use Runtime::process_default(), configured by the environment
 // (CONVJIT_BACKEND, CONVJIT_HOT_THRESHOLD, CONVJIT_ASYNC, CONVJIT_NUM_THREADS, CONVJIT_VERBOSE,
-// CONVJIT_SPECIALIZE_SIZES, CONVJIT_MAX_CONFIGURATIONS, CONVJIT_CODE_BUDGET). Apps that want
+// CONVJIT_SPECIALIZE_SIZES, CONVJIT_DECLINE_SLOWER, CONVJIT_MAX_CONFIGURATIONS, CONVJIT_CODE_BUDGET). Apps that want
 // their own policy create Runtime objects; every method is thread-safe.
 #pragma once
 
@@ -27,6 +27,8 @@ struct CONVJIT_PUBLIC Policy {
   int num_threads = 0;              // 0: the process setting (convjit::set_num_threads)
   bool verbose = false;             // one line per compile and per first call of a configuration
   bool specialize_sizes = false;    // also specialize on channel counts and spatial sizes
+  bool decline_slower = true;       // keep generic the configurations a backend expects to lose on;
+                                    // false compiles every hot one (tests use it for coverage)
   int64_t max_configurations = 4096;       // detector table size; cold configurations age out
   int64_t code_budget_bytes = 64 << 20;    // compiled code beyond this is refused (stays generic)
 
@@ -40,10 +42,10 @@ struct ConfigStats {
   bool has_bias = false;
   int64_t calls_generic = 0, calls_jit = 0;
   double mean_ns_generic = 0, mean_ns_jit = 0;  // sampled
-  std::string state;     // "cold", "queued", "jit", "failed"
+  std::string state;     // "cold", "queued", "jit", "failed", "declined" (the generic tier is faster)
   std::string kernel;    // specialized kernel name, once compiled
   std::string backend;
-  std::string failure;   // why the last compile failed
+  std::string failure;   // why the compile failed or was declined
   double compile_us = 0;
   int64_t code_bytes = 0;
 };

@@ -47,10 +47,7 @@ class Generator : public CodeGenerator {
   // ymm: accumulators, then the input vectors, then the fixed roles at the top.
   Ymm acc(int oc, int v) const { return Ymm(oc * plan_.vectors + v); }
   Ymm input(int v) const { return Ymm(plan_.oc_block * plan_.vectors + v); }
-  const Ymm reg_weight = ymm10, reg_mask_lo = ymm11, reg_tmp_a = ymm12, reg_tmp_b = ymm13;
-  const Ymm reg_pixel_mask = ymm14, reg_mask_hi = ymm15;  // stride 2 only
-  // Pixel lanes of the last vector; with stride 1 they coincide with its input lanes.
-  const Ymm& store_mask() const { return key_.stride[2] == 1 ? reg_mask_lo : reg_pixel_mask; }
+  const Ymm reg_weight = ymm12, reg_tmp_a = ymm13, reg_tmp_b = ymm14, reg_mask_hi = ymm15;  // tmp, mask: stride 2
 
   void emit_prologue() {
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
@@ -114,14 +111,16 @@ class Generator : public CodeGenerator {
     jg(oc_loop, T_NEAR);
   }
 
-  // Runs of 8*vectors pixels, then a tail of 1..8*vectors-1 with its last vector masked.
+  // Blocks of 8*vectors pixels; a segment that does not divide evenly ends with a block moved
+  // back to end at its last pixel, recomputing (bitwise the same) a few outputs. The driver gives
+  // segments of at least one block.
   void emit_pixel_loop() {
     const int run = 8 * plan_.vectors;
-    Label pixel_loop, tail, done;
+    Label pixel_loop, full, done;
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     mov(reg_y, local(kYBlock));
-    if (key_.stride[2] == 2) {  // full blocks: load mask of the last stride-2 load, lanes 0..6
+    if (key_.stride[2] == 2) {  // load mask of the last stride-2 load: lanes 0..6
       mov(rax, reinterpret_cast<size_t>(kLaneIndex));
       mov(edx, 7);
       vmovd(Xmm(reg_mask_hi.getIdx()), edx);
@@ -129,73 +128,43 @@ class Generator : public CodeGenerator {
       vpcmpgtd(reg_mask_hi, reg_mask_hi, ptr[rax]);
     }
     L(pixel_loop);
+    emit_block(plan_.vectors);
+    sub(reg_pixels_left, run);
+    jz(done, T_NEAR);
     cmp(reg_pixels_left, run);
-    jl(tail, T_NEAR);
-    emit_block(plan_.vectors, false);
+    jge(full, T_NEAR);
+    mov(rax, reg_pixels_left);  // fewer than a block left: step by what is left
+    imul(rax, rax, int(4 * key_.stride[2]));
+    add(reg_x_block, rax);
+    lea(reg_y, ptr[reg_y + reg_pixels_left * 4]);
+    mov(reg_pixels_left, run);
+    jmp(pixel_loop, T_NEAR);
+    L(full);
     add(reg_x_block, int(4 * run * key_.stride[2]));
     add(reg_y, 4 * run);
-    sub(reg_pixels_left, run);
     jmp(pixel_loop, T_NEAR);
-    L(tail);
-    test(reg_pixels_left, reg_pixels_left);
-    jz(done, T_NEAR);
-    for (int vectors = 1; vectors <= plan_.vectors; ++vectors) {
-      Label next;
-      if (vectors < plan_.vectors) {
-        cmp(reg_pixels_left, 8 * vectors);
-        jg(next, T_NEAR);
-      }
-      emit_lane_masks(8 * (vectors - 1));
-      emit_block(vectors, true);
-      jmp(done, T_NEAR);
-      L(next);
-    }
     L(done);
   }
 
-  // Masks of the last vector: lanes whose pixel (index first + lane) is in the segment. With
-  // stride 2 a vector is built from two loads; their masks cover exactly the inputs it needs.
-  void emit_lane_masks(int first) {
-    mov(rax, reinterpret_cast<size_t>(kLaneIndex));
-    auto mask_below = [&](const Ymm& mask, int scale, int offset) {  // lane < scale*(left-first) + offset
-      lea(rdx, ptr[reg_pixels_left * scale + (offset - scale * first)]);
-      vmovq(Xmm(mask.getIdx()), rdx);
-      vpbroadcastd(mask, Xmm(mask.getIdx()));
-      vpcmpgtd(mask, mask, ptr[rax]);
-    };
-    if (key_.stride[2] == 1) {
-      mask_below(reg_mask_lo, 1, 0);
-    } else {  // stride 2: pixel lane j reads input 2j of the two loads; the last needs no odd neighbour
-      mask_below(reg_mask_lo, 2, -1);
-      mask_below(reg_mask_hi, 2, -9);
-      mask_below(reg_pixel_mask, 1, 0);
-    }
-  }
-
   // Input vector v of tap kw (flipped as the mode says) for 8 consecutive pixels into input(v).
-  void emit_load_input(int v, int64_t kw_input, bool masked) {
+  void emit_load_input(int v, int64_t kw_input) {
     const int64_t offset = 4 * (kw_input * key_.dilation[2] + 8 * v * key_.stride[2]);
     const Ymm dst = input(v);
     if (key_.stride[2] == 1) {
-      if (masked) vmaskmovps(dst, reg_mask_lo, ptr[reg_row + offset]);
-      else vmovups(dst, ptr[reg_row + offset]);
+      vmovups(dst, ptr[reg_row + offset]);
       return;
     }
-    // Stride 2: the even elements of 16 consecutive inputs.
-    if (masked) {
-      vmaskmovps(reg_tmp_a, reg_mask_lo, ptr[reg_row + offset]);
-      vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
-    } else {  // the last element of a full block's last load is an odd input past the row's end
-      vmovups(reg_tmp_a, ptr[reg_row + offset]);
-      if (v == plan_.vectors - 1) vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
-      else vmovups(reg_tmp_b, ptr[reg_row + offset + 32]);
-    }
+    // Stride 2: the even elements of 16 consecutive inputs. The last element of the block's last
+    // load is an odd input past the segment's last tap, which may lie past the row: masked off.
+    vmovups(reg_tmp_a, ptr[reg_row + offset]);
+    if (v == plan_.vectors - 1) vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
+    else vmovups(reg_tmp_b, ptr[reg_row + offset + 32]);
     vshufps(dst, reg_tmp_a, reg_tmp_b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
     vpermpd(dst, dst, 0xD8);                   // a0 a2 a4 a6 b0 b2 b4 b6
   }
 
   // One block: `vectors` ymm of pixels x oc_block channels, reduced over every input channel and tap.
-  void emit_block(int vectors, bool masked_last) {
+  void emit_block(int vectors) {
     for (int oc = 0; oc < plan_.oc_block; ++oc) {
       for (int v = 0; v < vectors; ++v) vxorps(acc(oc, v), acc(oc, v), acc(oc, v));
     }
@@ -203,18 +172,18 @@ class Generator : public CodeGenerator {
     mov(reg_ic, local(kIcCount));
     Label ic_loop;
     L(ic_loop);
-    emit_taps(vectors, masked_last);
+    emit_taps(vectors);
     add(reg_x_channel, reg_channel_step);
     for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(4 * taps_));
     dec(reg_ic);
     jnz(ic_loop, T_NEAR);
     mov(rax, local(kWeightBytes));
     for (int oc = 0; oc < plan_.oc_block; ++oc) sub(reg_w[oc], rax);
-    emit_store(vectors, masked_last);
+    emit_store(vectors);
   }
 
   // The taps of one input channel, in OIHW weight order; rows are walked with running pointers.
-  void emit_taps(int vectors, bool masked_last) {
+  void emit_taps(int vectors) {
     const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
     auto input_tap = [&](int64_t t, int64_t n) { return key_.flip ? n - 1 - t : t; };
     mov(reg_plane, reg_x_channel);
@@ -227,7 +196,7 @@ class Generator : public CodeGenerator {
         if (kh > 0) key_.flip ? sub(reg_row, reg_row_step) : add(reg_row, reg_row_step);
         for (int64_t kw = 0; kw < kw_n; ++kw) {
           const int64_t tap = (kd * kh_n + kh) * kw_n + kw;
-          for (int v = 0; v < vectors; ++v) emit_load_input(v, input_tap(kw, kw_n), masked_last && v == vectors - 1);
+          for (int v = 0; v < vectors; ++v) emit_load_input(v, input_tap(kw, kw_n));
           for (int oc = 0; oc < plan_.oc_block; ++oc) {
             vbroadcastss(reg_weight, ptr[reg_w[oc] + 4 * tap]);
             for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(oc, v), reg_weight, input(v));
@@ -244,7 +213,7 @@ class Generator : public CodeGenerator {
   }
 
   // + bias, relu, store; channels past the block's real count are not stored.
-  void emit_store(int vectors, bool masked_last) {
+  void emit_store(int vectors) {
     Label no_bias, biased, done;
     mov(rax, local(kBiasBlock));
     test(rax, rax);
@@ -268,10 +237,7 @@ class Generator : public CodeGenerator {
         jle(done, T_NEAR);
         add(rax, local(kYChannelBytes));
       }
-      for (int v = 0; v < vectors; ++v) {
-        if (masked_last && v == vectors - 1) vmaskmovps(ptr[rax + 32 * v], store_mask(), acc(oc, v));
-        else vmovups(ptr[rax + 32 * v], acc(oc, v));
-      }
+      for (int v = 0; v < vectors; ++v) vmovups(ptr[rax + 32 * v], acc(oc, v));
     }
     L(done);
   }
@@ -294,7 +260,7 @@ class Generator : public CodeGenerator {
 }  // namespace
 
 NchwPlan plan_nchw(const SpecKey& key) {
-  switch (key.oc_class) {  // accumulators + inputs <= 10 of the 16 ymm
+  switch (key.oc_class) {  // accumulators + inputs <= 12 of the 16 ymm
     case 1: return {1, 4};
     case 2: return {2, 3};
     case 3: return {3, 2};
@@ -319,13 +285,14 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
   }
   try {
     const size_t taps = size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]);
-    // Blocks (full, and 1..vectors masked) of ~100 bytes per tap and vector, plus the frame.
+    // One block of at most ~100 bytes per tap and vector, plus the frame.
     const NchwPlan plan = plan_nchw(key);
-    auto generator = std::make_shared<Generator>(key, 4096 + taps * size_t(plan.vectors + 1) * size_t(plan.vectors) * 96);
+    auto generator = std::make_shared<Generator>(key, 4096 + taps * size_t(plan.vectors) * 128);
     generator->setProtectModeRE();
     out->kernel = {};
     out->kernel.compute = generator->getCode<convjit_conv_tile_fn>();
     out->kernel.row_kernel = 1;
+    out->kernel.min_row_pixels = 8 * plan.vectors;
     out->key = key;
     out->name = key.name();
     out->code_bytes = generator->getSize();

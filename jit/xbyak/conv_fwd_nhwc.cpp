@@ -55,7 +55,7 @@ class Generator : public CodeGenerator {
 
   void emit_prologue() {
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
-    sub(rsp, 8 * kLocals + 8);  // keeps the ymm locals 32-byte aligned? no: stored unaligned (vmovups)
+    sub(rsp, 8 * kLocals + 8);  // ymm locals are accessed unaligned
     // The driver's input view: x at tap (0, 0, 0) of the segment's first pixel, all taps real.
     mov(rax, TILE(x));
     mov(local(kXBase), rax);
@@ -90,34 +90,34 @@ class Generator : public CodeGenerator {
     vmovups(local_ymm(kMaskHi), reg_w_hi);
   }
 
-  // Blocks of 6 pixels, then one block of the 1..5 left.
+  // Blocks of 6 pixels; a segment that does not divide evenly ends with a block moved back to
+  // end at its last pixel, recomputing (bitwise the same) a few outputs. The driver gives
+  // segments of at least 6 pixels.
   void emit_pixel_loop() {
-    Label loop, tail, done;
-    Label tails[kNhwcPixelBlock];
+    Label loop, full, done;
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     L(loop);
-    cmp(reg_pixels_left, kNhwcPixelBlock);
-    jl(tail, T_NEAR);
     emit_block(kNhwcPixelBlock);
+    sub(reg_pixels_left, kNhwcPixelBlock);
+    jz(done, T_NEAR);
+    cmp(reg_pixels_left, kNhwcPixelBlock);
+    jge(full, T_NEAR);
+    mov(rax, reg_pixels_left);  // fewer than a block left: step by what is left
+    imul(rax, reg_pixel_step);
+    add(reg_x_block, rax);
+    mov(rax, reg_pixels_left);
+    imul(rax, local(kYPixelBytes));
+    add(reg_y, rax);
+    mov(reg_pixels_left, kNhwcPixelBlock);
+    jmp(loop, T_NEAR);
+    L(full);
     lea(rax, ptr[reg_pixel_step3 * 2]);
     add(reg_x_block, rax);
     mov(rax, local(kYPixelBytes));
     imul(rax, rax, kNhwcPixelBlock);
     add(reg_y, rax);
-    sub(reg_pixels_left, kNhwcPixelBlock);
     jmp(loop, T_NEAR);
-    L(tail);
-    for (int rows = 1; rows < kNhwcPixelBlock; ++rows) {
-      cmp(reg_pixels_left, rows);
-      je(tails[rows], T_NEAR);
-    }
-    jmp(done, T_NEAR);
-    for (int rows = 1; rows < kNhwcPixelBlock; ++rows) {
-      L(tails[rows]);
-      emit_block(rows);
-      jmp(done, T_NEAR);
-    }
     L(done);
   }
 
@@ -240,14 +240,15 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
   }
   try {
     const size_t taps = size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]);
-    // Six blocks (6..1 pixels) of at most ~150 bytes per tap, plus the frame.
-    auto generator = std::make_shared<Generator>(key, 4096 + taps * 6 * 160);
+    // One block of at most ~300 bytes per tap, plus the frame.
+    auto generator = std::make_shared<Generator>(key, 4096 + taps * 320);
     generator->setProtectModeRE();
     out->kernel = {};
     out->kernel.compute = generator->getCode<convjit_conv_tile_fn>();
     out->kernel.prepare = pack_weights;
     out->kernel.oc_block = kNhwcOcBlock;
     out->kernel.row_kernel = 1;
+    out->kernel.min_row_pixels = kNhwcPixelBlock;
     out->key = key;
     out->name = key.name();
     out->code_bytes = generator->getSize();
