@@ -59,6 +59,7 @@ Policy eager_policy(bool specialize_sizes = false) {
   p.hot_threshold = 0;
   p.async = false;
   p.specialize_sizes = specialize_sizes;
+  p.decline_slower = false;  // compile every configuration: kernel coverage, not speed
   return p;
 }
 
