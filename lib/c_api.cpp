@@ -71,7 +71,7 @@ extern "C" convjit_status convjit_conv_forward(const convjit_conv_params* params
 
 extern "C" convjit_status convjit_conv_backward_data(const convjit_conv_params* params, const float* dy,
                                                       const float* w, float* dx) {
-  return guarded([&] { return detail::conv_backward_data(params, dy, w, dx); });
+  return guarded([&] { return convjit::Runtime::process_default().impl().conv_backward_data(params, dy, w, dx); });
 }
 
 extern "C" convjit_status convjit_conv_backward_filter(const convjit_conv_params* params, const float* x,

@@ -4,6 +4,7 @@
 // depend on the thread count.
 #include <algorithm>
 
+#include "lib/conv_backward_filter_direct.hpp"
 #include "lib/gemm_tile.hpp"
 #include "lib/geometry.hpp"
 #include "lib/ops_internal.hpp"
@@ -17,6 +18,12 @@ Status conv_backward_filter(const convjit_conv_params* params, const float* x, c
   ConvGeometry g;
   CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, &g));
   CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {dy, "dy"}, {dw, "dw"}}));
+#if defined(__x86_64__)
+  if (avx2::backward_filter_direct_supported(g)) {
+    avx2::backward_filter_direct(g, x, dy, dw);
+    return Status::success();
+  }
+#endif
 
   const int64_t threads = thread_count();
   const int64_t k_panels = (g.reduction + kTileCols - 1) / kTileCols;

@@ -5,38 +5,11 @@
 #include "convjit/convjit.h"
 #include "lib/conv_tile_direct.hpp"
 #include "lib/gemm_tile.hpp"
+#include "lib/avx2_rows.hpp"
 #include "lib/patch_pack.hpp"
 
 namespace convjit::detail::avx2 {
 namespace {
-
-// Lanes l of a vector whose input position first + l lies in [0, end).
-__m256i lanes_inside(int64_t first, int64_t end) {
-  const __m256i position = _mm256_add_epi32(_mm256_set1_epi32(int32_t(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  const __m256i at_least_zero = _mm256_cmpgt_epi32(position, _mm256_set1_epi32(-1));
-  const __m256i below_end = _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(end)), position);
-  return _mm256_and_si256(at_least_zero, below_end);
-}
-
-// 8 inputs at positions first + Stride*l of one input row (of `width` real elements, positions
-// beyond `limit` unwanted), zero where outside.
-template <int Stride>
-inline __attribute__((always_inline)) __m256 load_inputs(const float* row, int64_t first, int64_t width, int64_t limit) {
-  const int64_t span = Stride * 8;  // elements the loads cover
-  const int64_t end = std::min(width, limit);
-  __m256 a, b;
-  if (first >= 0 && first + span <= end) {
-    a = _mm256_loadu_ps(row + first);
-    if constexpr (Stride == 1) return a;
-    b = _mm256_loadu_ps(row + first + 8);
-  } else {
-    a = _mm256_maskload_ps(row + first, lanes_inside(first, end));
-    if constexpr (Stride == 1) return a;
-    b = _mm256_maskload_ps(row + first + 8, lanes_inside(first + 8, end));
-  }
-  const __m256 even = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
-  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
-}
 
 // Output pixels [ow, ow + count) of row (od, oh), and the kd, kh taps whose input plane and row
 // exist (the others are padding: zero products, skipped), with the input offset of the first.
@@ -45,17 +18,6 @@ struct Row {
   int64_t kd_begin, kd_end, kh_begin, kh_end;
   int64_t plane_offset;  // of tap (kd_begin, kh_begin) within an input channel
 };
-
-// Taps t in [0, n) (weight order) whose input coordinate o*stride - pad + t'*dilation is in
-// [0, size), t' = t or n-1-t when flipped: a contiguous range.
-void valid_taps(int64_t o, int64_t stride, int64_t pad, int64_t dilation, int64_t n, int64_t size, bool flip,
-                int64_t* begin, int64_t* end) {
-  const int64_t origin = o * stride - pad;
-  const int64_t lo = std::clamp<int64_t>(ceil_div(-origin, dilation), 0, n);              // first t' inside
-  const int64_t hi = std::clamp<int64_t>(ceil_div(size - origin, dilation), lo, n);       // past the last
-  *begin = flip ? n - hi : lo;
-  *end = flip ? n - lo : hi;
-}
 
 Row make_row(const convjit_conv_problem& g, int64_t od, int64_t oh, int64_t ow, int64_t count) {
   Row r{od, oh, ow, count, 0, 0, 0, 0, 0};

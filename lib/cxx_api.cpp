@@ -19,8 +19,7 @@ void conv_forward(const ConvDims& dims, const float* x, const float* w, const fl
 }
 
 void conv_backward_data(const ConvDims& dims, const float* dy, const float* w, float* dx) {
-  const convjit_conv_params params = dims.to_c();
-  throw_if_error(detail::conv_backward_data(&params, dy, w, dx));
+  Runtime::process_default().conv_backward_data(dims, dy, w, dx);
 }
 
 void conv_backward_filter(const ConvDims& dims, const float* x, const float* dy, float* dw) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "convjit/error.hpp"
+#include "lib/backward_as_forward.hpp"
 #include "lib/conv_forward.hpp"
 #include "lib/describe.hpp"
 #include "lib/ops_internal.hpp"
@@ -116,6 +117,19 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
     (specialized ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
   }
   return detail::Status::success();
+}
+
+detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w,
+                                                 float* dx) {
+  CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{params, "params"}}));
+  detail::ConvGeometry g;
+  CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(*params, &g));
+  CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{dy, "dy"}, {w, "w"}, {dx, "dx"}}));
+  convjit_conv_params forward;
+  if (!detail::backward_data_as_forward(g, *params, &forward)) return detail::conv_backward_data(params, dy, w, dx);
+  float* w_t = detail::thread_operands(size_t(g.out_channels * g.reduction));
+  detail::transpose_weights(g, w, w_t);
+  return conv_forward(&forward, dy, w_t, nullptr, CONVJIT_ACT_IDENTITY, dx);
 }
 
 void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& reason) {
@@ -272,6 +286,12 @@ void Runtime::conv_forward(const ConvDims& dims, const float* x, const float* w,
                            Activation activation, float* y) {
   const convjit_conv_params params = dims.to_c();
   const detail::Status status = impl_->conv_forward(&params, x, w, bias, int32_t(activation), y);
+  if (!status.ok()) throw Error(status.code, status.message);
+}
+
+void Runtime::conv_backward_data(const ConvDims& dims, const float* dy, const float* w, float* dx) {
+  const convjit_conv_params params = dims.to_c();
+  const detail::Status status = impl_->conv_backward_data(&params, dy, w, dx);
   if (!status.ok()) throw Error(status.code, status.message);
 }
 

@@ -23,6 +23,8 @@ struct Runtime::Impl {
 
   detail::Status conv_forward(const convjit_conv_params* params, const float* x, const float* w, const float* bias,
                               int32_t activation, float* y);
+  // As a forward convolution where it can be (lib/backward_as_forward.hpp), else generic.
+  detail::Status conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w, float* dx);
   RuntimeStats stats();
   void wait_for_compiles();
 

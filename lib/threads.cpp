@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -36,15 +37,31 @@ int thread_count() {
 
 void set_thread_count(int threads) { configured_threads.store(threads > 0 ? threads : default_thread_count()); }
 
-float* thread_scratch(size_t floats) {
-  thread_local std::unique_ptr<float[], AlignedFree> buffer;
-  thread_local size_t capacity = 0;
-  if (floats < kScratchFloats) floats = kScratchFloats;
-  if (floats > capacity) {
-    buffer.reset(static_cast<float*>(::operator new[](floats * sizeof(float), std::align_val_t(64))));
-    capacity = floats;
+namespace {
+
+struct ThreadBuffer {
+  std::unique_ptr<float[], AlignedFree> data;
+  size_t capacity = 0;
+
+  float* at_least(size_t floats) {
+    if (floats > capacity) {
+      data.reset(static_cast<float*>(::operator new[](floats * sizeof(float), std::align_val_t(64))));
+      capacity = floats;
+    }
+    return data.get();
   }
-  return buffer.get();
+};
+
+}  // namespace
+
+float* thread_scratch(size_t floats) {
+  thread_local ThreadBuffer buffer;
+  return buffer.at_least(std::max(floats, kScratchFloats));
+}
+
+float* thread_operands(size_t floats) {
+  thread_local ThreadBuffer buffer;
+  return buffer.at_least(floats);
 }
 
 }  // namespace convjit::detail

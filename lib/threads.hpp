@@ -36,5 +36,8 @@ void parallel_for(int64_t tasks, double work, Body&& body) {
 // tile does not fit the default size (1 MiB).
 inline constexpr size_t kScratchFloats = (size_t(1) << 20) / sizeof(float);
 float* thread_scratch(size_t floats);
+// A second per-thread buffer, for operands a call prepares before its kernels run (and use their
+// scratch): transposed weights. Same rules: allocated on first use, then reused.
+float* thread_operands(size_t floats);
 
 }  // namespace convjit::detail

@@ -68,6 +68,9 @@ class CONVJIT_PUBLIC Runtime {
 
   void conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias, Activation activation,
                     float* y);
+  // With stride 1 it runs as a forward convolution of dy (its stats appear as that forward
+  // configuration, with in/out channels swapped), so it too reaches the JIT tier.
+  void conv_backward_data(const ConvDims& dims, const float* dy, const float* w, float* dx);
   const Policy& policy() const;
   RuntimeStats stats() const;
   void wait_for_compiles();  // until every requested compile has finished
