@@ -8,6 +8,8 @@ packages=(
   libgtest-dev                       # tests
   libbenchmark-dev                   # bench/
   nlohmann-json3-dev                 # shapes.json reader (tools, bench)
+  zlib1g-dev dataset-fashion-mnist   # seednet: gzip IDX reader and the data it trains on
+  libxbyak-dev                       # the Xbyak JIT backend
   libopenblas-dev libdnnl-dev        # benchmark comparisons, found optionally
 )
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "seed_network.hpp"
+#include "tier_table.hpp"
 #include "shapes.hpp"
 
 namespace {
@@ -70,7 +71,7 @@ void run_seed_network(const Options& options) {
 
   seednet::SeedNetwork net(kBatch, 42);
   auto start = Clock::now();
-  const float first_loss = net.forward(x.data(), labels.data());
+  const float first_loss = net.forward(x.data(), labels.data(), kBatch);
   const double first_forward = seconds_since(start);
   start = Clock::now();
   net.backward(x.data());
@@ -79,9 +80,9 @@ void run_seed_network(const Options& options) {
   std::printf("seed network: input [5,1,28,28], six 3x3 convs + relu (1->2->2->3->3->3->3), dense 768->10\n");
   std::printf("  time to first forward result  %s   (loss %.4f)\n", format_us(first_forward).c_str(), first_loss);
   std::printf("  time to first gradient        %s   (all six layers' dx and dw)\n", format_us(first_gradient).c_str());
-  const double forward = median_seconds(options.steps, [&] { net.forward(x.data(), labels.data()); });
+  const double forward = median_seconds(options.steps, [&] { net.forward(x.data(), labels.data(), kBatch); });
   const double step = median_seconds(options.steps, [&] {
-    net.forward(x.data(), labels.data());
+    net.forward(x.data(), labels.data(), kBatch);
     net.backward(x.data());
   });
   std::printf("  steady forward (median)       %s\n", format_us(forward).c_str());
@@ -109,30 +110,6 @@ void run_seed_network(const Options& options) {
     std::printf("    conv%-2d %-22s %s %s %s\n", i + 1, shape, format_us(f).c_str(), format_us(bd).c_str(),
                 format_us(bf).c_str());
     input = l.y.data();
-  }
-}
-
-// The default runtime's view: per configuration, calls and mean time per tier, and the kernel.
-void print_tiers() {
-  convjit::Runtime& runtime = convjit::Runtime::process_default();
-  runtime.wait_for_compiles();
-  const convjit::RuntimeStats stats = runtime.stats();
-  std::printf("\ntiers (backend %s%s%s): %lld kernels compiled, %lld failed, %lld code bytes\n", stats.backend.c_str(),
-              stats.backend_unavailable_reason.empty() ? "" : ": ", stats.backend_unavailable_reason.c_str(),
-              (long long)stats.compiles, (long long)stats.compile_failures, (long long)stats.code_bytes);
-  std::printf("  %-34s %7s %7s %11s %11s %8s %9s  %s\n", "configuration", "generic", "jit", "generic us", "jit us",
-              "speedup", "compile", "kernel");
-  for (const convjit::ConfigStats& c : stats.configurations) {
-    const convjit::ConvDims& d = c.dims;
-    char shape[64];
-    std::snprintf(shape, sizeof shape, "%lldx%lld s%lld %lld->%lld %lldx%lld n%lld%s", (long long)d.kernel[0],
-                  (long long)d.kernel[1], (long long)d.stride[0], (long long)d.in_channels, (long long)d.out_channels,
-                  (long long)d.in_size[0], (long long)d.in_size[1], (long long)d.batch,
-                  c.activation == convjit::Activation::Relu ? " relu" : "");
-    const double speedup = c.mean_ns_jit > 0 && c.mean_ns_generic > 0 ? c.mean_ns_generic / c.mean_ns_jit : 0;
-    std::printf("  %-34s %7lld %7lld %11.1f %11.1f %7.2fx %7.1fus  %s%s\n", shape, (long long)c.calls_generic,
-                (long long)c.calls_jit, c.mean_ns_generic * 1e-3, c.mean_ns_jit * 1e-3, speedup, c.compile_us,
-                c.kernel.empty() ? c.state.c_str() : c.kernel.c_str(), c.failure.empty() ? "" : (": " + c.failure).c_str());
   }
 }
 
@@ -189,7 +166,7 @@ int main(int argc, char** argv) {
                 (long long)policy.hot_threshold, policy.async ? "background" : "inline");
     run_seed_network(options);
     if (options.run_shapes) run_shapes(options);
-    print_tiers();
+    seednet::print_tier_table(convjit::Runtime::process_default());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "convjit-workload: %s\n", e.what());
     return 1;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# README command 1: set up, build, and run the main job (the seed network and the benchmark
-# shapes through the library, with time to first result and per-layer timings).
+# README command 1: set up, build, and run the main job: train the seed network on Fashion-MNIST
+# for one epoch through convjit (every convolution, forward and backward), then the tier table.
+# Extra arguments go to seednet (e.g. --epochs 3).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/tools/bootstrap.sh"
 bash "$root/tools/build.sh" -DCONVJIT_BUILD_TESTS=OFF -DCONVJIT_BUILD_BENCH=OFF
-"${BUILD_DIR:-$root/build}/tools/convjit-workload" "$@"
+"${BUILD_DIR:-$root/build}/tools/seednet" "$@"

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace seednet {
 namespace {
 
 constexpr int64_t kChannels[SeedNetwork::kLayers + 1] = {1, 2, 2, 3, 3, 3, 3};
-constexpr int64_t kImageSize = 28;
 
 void he_init(std::vector<float>& v, int64_t fan_in, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / float(fan_in)));
@@ -16,7 +17,8 @@ void he_init(std::vector<float>& v, int64_t fan_in, std::mt19937& rng) {
 
 }  // namespace
 
-SeedNetwork::SeedNetwork(int64_t batch, uint32_t seed) : batch_(batch) {
+SeedNetwork::SeedNetwork(int64_t max_batch, uint32_t seed) : max_batch_(max_batch) {
+  const int64_t batch = max_batch;
   std::mt19937 rng(seed);
   int64_t size = kImageSize;
   for (int i = 0; i < kLayers; ++i) {
@@ -47,9 +49,12 @@ SeedNetwork::SeedNetwork(int64_t batch, uint32_t seed) : batch_(batch) {
   dx_scratch_.resize(size_t(batch * kImageSize * kImageSize));
 }
 
-float SeedNetwork::forward(const float* x, const int32_t* labels) {
+float SeedNetwork::forward(const float* x, const int32_t* labels, int64_t batch) {
+  if (batch < 1 || batch > max_batch_) throw std::invalid_argument("batch " + std::to_string(batch) + " out of range");
+  batch_ = batch;
   const float* input = x;
   for (ConvLayer& l : layers_) {
+    l.dims.batch = batch;
     convjit::conv_forward(l.dims, input, l.w.data(), l.b.data(), convjit::Activation::Relu, l.y.data());
     input = l.y.data();
   }
@@ -73,7 +78,7 @@ float SeedNetwork::forward(const float* x, const int32_t* labels) {
   return float(loss / double(batch_));
 }
 
-void SeedNetwork::backward(const float* x) {
+void SeedNetwork::backward(const float* x, bool input_gradient) {
   // Softmax + cross-entropy: d(loss)/d(logits) = (p - onehot) / batch.
   for (int64_t n = 0; n < batch_; ++n) {
     for (int c = 0; c < kClasses; ++c) {
@@ -103,7 +108,8 @@ void SeedNetwork::backward(const float* x) {
   for (int i = kLayers - 1; i >= 0; --i) {
     ConvLayer& l = layers_[i];
     // Through the relu: the gradient passes where the output was positive.
-    for (size_t j = 0; j < l.dy.size(); ++j) l.dy[j] = l.y[j] > 0.0f ? l.dy[j] : 0.0f;
+    const size_t count = size_t(l.dims.output_elements());
+    for (size_t j = 0; j < count; ++j) l.dy[j] = l.y[j] > 0.0f ? l.dy[j] : 0.0f;
     const float* input = i == 0 ? x : layers_[i - 1].y.data();
     convjit::conv_backward_filter(l.dims, input, l.dy.data(), l.dw.data());
     const int64_t pixels = l.dims.output_elements() / (batch_ * l.dims.out_channels);
@@ -115,9 +121,21 @@ void SeedNetwork::backward(const float* x) {
       }
       l.db[size_t(c)] = sum;
     }
+    if (i == 0 && !input_gradient) break;
     float* dx = i == 0 ? dx_scratch_.data() : layers_[i - 1].dy.data();
     convjit::conv_backward_data(l.dims, l.dy.data(), l.w.data(), dx);
   }
+}
+
+std::vector<SeedNetwork::Parameter> SeedNetwork::parameters() {
+  std::vector<Parameter> p;
+  for (ConvLayer& l : layers_) {
+    p.push_back({&l.w, &l.dw});
+    p.push_back({&l.b, &l.db});
+  }
+  p.push_back({&dense_w, &dense_dw});
+  p.push_back({&dense_b, &dense_db});
+  return p;
 }
 
 }  // namespace seednet

@@ -20,23 +20,31 @@ struct ConvLayer {
 
 class SeedNetwork {
  public:
-  static constexpr int kLayers = 6, kClasses = 10;
+  static constexpr int kLayers = 6, kClasses = 10, kImageSize = 28;
 
-  SeedNetwork(int64_t batch, uint32_t seed);  // He initialization
+  SeedNetwork(int64_t max_batch, uint32_t seed);  // He initialization
 
-  // Returns the mean cross-entropy of the batch; x is [batch][1][28][28], labels in 0..9.
-  float forward(const float* x, const int32_t* labels);
-  // After forward: every layer's dw, db and the dense gradients (and d(loss)/dx internally).
-  void backward(const float* x);
+  // Mean cross-entropy of a batch (<= max_batch images); x is [batch][1][28][28], labels 0..9.
+  // The batch size is a runtime value of every layer's dims: no shape is ever fixed.
+  float forward(const float* x, const int32_t* labels, int64_t batch);
+  // After forward, on the same batch: every parameter's gradient, and d(loss)/d(input) unless
+  // input_gradient is false (training does not need it).
+  void backward(const float* x, bool input_gradient = true);
 
-  const std::vector<float>& probabilities() const { return probabilities_; }
+  const std::vector<float>& probabilities() const { return probabilities_; }  // [batch][10]
   ConvLayer& layer(int i) { return layers_[i]; }
   int64_t batch() const { return batch_; }
+
+  struct Parameter {
+    std::vector<float>* value;
+    std::vector<float>* gradient;
+  };
+  std::vector<Parameter> parameters();
 
   std::vector<float> dense_w, dense_b, dense_dw, dense_db;
 
  private:
-  int64_t batch_;
+  int64_t batch_ = 0, max_batch_;
   ConvLayer layers_[kLayers];
   std::vector<float> probabilities_, logits_grad_, dx_scratch_;
   std::vector<int32_t> labels_;
