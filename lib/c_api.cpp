@@ -8,6 +8,7 @@
 #include <string>
 
 #include "convjit/convjit.h"
+#include "convjit/error.hpp"
 #include "convjit/runtime.hpp"
 #include "lib/geometry.hpp"
 #include "lib/runtime_impl.hpp"
@@ -256,6 +257,18 @@ extern "C" convjit_status convjit_runtime_get_config_stats(convjit_runtime* runt
       copy_text(o.state, c.state);
       copy_text(o.kernel, c.kernel);
       copy_text(o.failure, c.failure);
+    }
+    return Status::success();
+  });
+}
+
+extern "C" convjit_status convjit_runtime_write_stats(convjit_runtime* runtime, const char* path) {
+  return guarded([&] {
+    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{runtime, "runtime"}, {path, "path"}}));
+    try {
+      as_runtime(runtime)->write_stats(path);
+    } catch (const convjit::Error& e) {
+      return Status{e.status(), e.what()};
     }
     return Status::success();
   });

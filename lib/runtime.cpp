@@ -2,8 +2,11 @@
 // lock), count the call, and run the slot's specialized kernel if one has arrived for this
 // specialization key, else the generic tier; the call that makes a configuration hot requests
 // its compile (once: the slot's state moves Cold -> Queued by compare-and-swap).
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "convjit/error.hpp"
 #include "lib/backward_as_forward.hpp"
@@ -11,6 +14,7 @@
 #include "lib/describe.hpp"
 #include "lib/ops_internal.hpp"
 #include "lib/runtime_impl.hpp"
+#include "lib/stats_json.hpp"
 #include "lib/threads.hpp"
 
 namespace convjit {
@@ -277,9 +281,36 @@ Runtime::Runtime(const Policy& policy) {
 
 Runtime::~Runtime() = default;
 
+namespace {
+
+// CONVJIT_STATS=path: the default runtime's stats, written when the process exits normally.
+// Registered after the runtime is built, so it runs before the runtime is destroyed.
+void write_default_stats_at_exit() {
+  const char* path = std::getenv("CONVJIT_STATS");
+  if (!path || !*path) return;
+  try {
+    Runtime::process_default().write_stats(path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "convjit: CONVJIT_STATS: %s\n", e.what());
+  }
+}
+
+}  // namespace
+
 Runtime& Runtime::process_default() {
   static Runtime runtime(Policy::from_environment());
+  static const bool stats_at_exit = std::atexit(write_default_stats_at_exit) == 0;
+  (void)stats_at_exit;
   return runtime;
+}
+
+void Runtime::write_stats(const std::string& path) {
+  wait_for_compiles();
+  const std::string json = detail::stats_to_json(stats(), policy());
+  FILE* file = std::fopen(path.c_str(), "w");
+  if (!file) throw Error(CONVJIT_EINVAL, "cannot write stats to " + path + ": " + std::strerror(errno));
+  const bool written = std::fwrite(json.data(), 1, json.size(), file) == json.size();
+  if (std::fclose(file) != 0 || !written) throw Error(CONVJIT_EINTERNAL, "writing stats to " + path + " failed");
 }
 
 void Runtime::conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias,

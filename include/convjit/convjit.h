@@ -104,6 +104,8 @@ CONVJIT_PUBLIC convjit_status convjit_runtime_conv_forward(convjit_runtime* runt
                                                            int32_t activation, float* y);
 CONVJIT_PUBLIC convjit_status convjit_runtime_wait(convjit_runtime* runtime);   /* for queued compiles */
 CONVJIT_PUBLIC convjit_status convjit_runtime_get_totals(convjit_runtime* runtime, convjit_runtime_totals* totals);
+/* The stats as JSON (schema "convjit-stats" version 1, see the README). */
+CONVJIT_PUBLIC convjit_status convjit_runtime_write_stats(convjit_runtime* runtime, const char* path);
 /* Writes up to capacity configurations to out and their total number to *count. */
 CONVJIT_PUBLIC convjit_status convjit_runtime_get_config_stats(convjit_runtime* runtime, convjit_config_stats* out,
                                                                int64_t capacity, int64_t* count);

@@ -1,0 +1,28 @@
+// The runtime's stats as JSON, for CONVJIT_STATS=path (written at exit), Runtime::write_stats and
+// convjit_runtime_write_stats. Schema "convjit-stats", version 1:
+//
+// { "schema": "convjit-stats", "version": 1,
+//   "host": {"isa": "avx2+fma" | "portable"},
+//   "policy": {"backend", "hot_threshold", "async", "num_threads", "specialize_sizes", "decline_slower",
+//              "max_configurations", "code_budget_bytes"},
+//   "backend": "xbyak" | "none", "backend_unavailable_reason": "...",
+//   "totals": {"configurations", "calls_generic", "calls_jit", "compiles", "compile_failures", "kernels",
+//              "code_bytes", "evictions"},
+//   "configurations": [ {"op": "conv_fwd", "rank", "layout": "nchw"|"nhwc",
+//       "mode": "cross_correlation"|"convolution", "batch", "in_channels", "out_channels", "groups",
+//       "in_size": [..rank], "kernel", "stride", "dilation", "pad_begin", "pad_end",
+//       "activation": "identity"|"relu", "bias": bool,
+//       "calls": {"generic", "jit"}, "mean_ns": {"generic", "jit"} (sampled; 0 = no sample),
+//       "state": "cold"|"queued"|"jit"|"failed"|"declined", "jit_kernel": name or "", "backend",
+//       "compile_us", "code_bytes", "reason": why it is not on the JIT tier, or "" } ] }
+#pragma once
+
+#include <string>
+
+#include "convjit/runtime.hpp"
+
+namespace convjit::detail {
+
+std::string stats_to_json(const RuntimeStats& stats, const Policy& policy);
+
+}  // namespace convjit::detail
