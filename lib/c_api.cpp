@@ -158,6 +158,9 @@ extern "C" void convjit_policy_from_environment(convjit_policy* out) {
   out->hot_threshold = p.hot_threshold;
   out->max_configurations = p.max_configurations;
   out->code_budget_bytes = p.code_budget_bytes;
+  out->perf_map = p.perf_map;
+  // The environment's string outlives the policy; NULL when unset.
+  out->cache_dir = p.cache_dir.empty() ? nullptr : std::getenv("CONVJIT_CACHE_DIR");
 }
 
 extern "C" convjit_status convjit_runtime_create(const convjit_policy* policy, convjit_runtime** runtime) {
@@ -185,6 +188,8 @@ extern "C" convjit_status convjit_runtime_create(const convjit_policy* policy, c
     p.hot_threshold = policy->hot_threshold;
     p.max_configurations = policy->max_configurations;
     p.code_budget_bytes = policy->code_budget_bytes;
+    p.perf_map = policy->perf_map != 0;
+    if (policy->cache_dir) p.cache_dir = policy->cache_dir;
     *runtime = reinterpret_cast<convjit_runtime*>(new convjit::Runtime(p));
     return Status::success();
   });

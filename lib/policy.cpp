@@ -51,6 +51,8 @@ Policy Policy::from_environment() {
   parse_bool("CONVJIT_DECLINE_SLOWER", &p.decline_slower);
   parse_int("CONVJIT_MAX_CONFIGURATIONS", 16, &p.max_configurations);
   parse_int("CONVJIT_CODE_BUDGET", 0, &p.code_budget_bytes);
+  parse_bool("CONVJIT_PERF_MAP", &p.perf_map);
+  if (const char* dir = std::getenv("CONVJIT_CACHE_DIR")) p.cache_dir = dir;
   return p;
 }
 

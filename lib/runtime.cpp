@@ -2,6 +2,7 @@
 // lock), count the call, and run the slot's specialized kernel if one has arrived for this
 // specialization key, else the generic tier; the call that makes a configuration hot requests
 // its compile (once: the slot's state moves Cold -> Queued by compare-and-swap).
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -14,7 +15,9 @@
 #include "lib/describe.hpp"
 #include "lib/ops_internal.hpp"
 #include "lib/runtime_impl.hpp"
+#include "lib/perf_map.hpp"
 #include "lib/stats_json.hpp"
+#include "lib/warm_start.hpp"
 #include "lib/threads.hpp"
 
 namespace convjit {
@@ -65,9 +68,42 @@ Runtime::Impl::Impl(const Policy& p, std::unique_ptr<jit::Backend> backend, std:
     : policy(p),
       backend_(std::move(backend)),
       backend_unavailable_reason_(std::move(unavailable_reason)),
-      table_(p.max_configurations) {}
+      table_(p.max_configurations) {
+  if (backend_ && !policy.cache_dir.empty()) start_warm();
+}
+
+void Runtime::Impl::start_warm() {
+  for (const detail::HotConfiguration& c : detail::load_hot_configurations(policy.cache_dir)) {
+    detail::ConvGeometry g;
+    if (!detail::make_conv_geometry(c.params, &g).ok()) continue;
+    const uint64_t id = detail::configuration_id(c.params, c.activation, c.has_bias);
+    bool inserted = false;
+    ConfigSlot& slot = table_.find_or_insert(id, c.params, c.activation, c.has_bias, &inserted);
+    const jit::SpecKey key = jit::make_spec_key(g, c.params.rank, c.activation == CONVJIT_ACT_RELU, jit::Isa::Avx2Fma,
+                                               policy.specialize_sizes);
+    warm_pending_.fetch_add(1);
+    request_compile(slot, id, key, /*warm=*/true);
+  }
+}
+
+void Runtime::Impl::save_hot_configurations() {
+  std::vector<detail::HotConfiguration> hot;
+  table_.for_each([&](ConfigSlot& slot) {
+    if (slot.state.load(std::memory_order_relaxed) == int(SlotState::Compiled)) {
+      hot.push_back({slot.params, slot.activation, slot.has_bias});
+    }
+  });
+  if (!detail::save_hot_configurations(policy.cache_dir, hot)) {
+    std::fprintf(stderr, "convjit: CONVJIT_CACHE_DIR: cannot write %s\n",
+                 detail::hot_configurations_path(policy.cache_dir).c_str());
+  }
+}
 
 Runtime::Impl::~Impl() {
+  if (backend_ && !policy.cache_dir.empty()) {
+    wait_for_compiles();
+    save_hot_configurations();
+  }
   {
     std::lock_guard<std::mutex> lock(compile_mutex_);
     stopping_ = true;
@@ -105,6 +141,11 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
         request_compile(slot, id, key);
         kernel = slot.kernel.load(std::memory_order_acquire);  // arrived already if compiled inline
       }
+    }
+    if (!kernel && warm_pending_.load(std::memory_order_relaxed) > 0 &&
+        slot.state.load(std::memory_order_acquire) == int(SlotState::Queued)) {
+      wait_for_slot(slot);  // its warm-start compile is on the way: tens of microseconds
+      kernel = slot.kernel.load(std::memory_order_acquire);
     }
     if (kernel && kernel->key == key) specialized = &kernel->kernel;  // else a recycled slot's
   }
@@ -148,10 +189,13 @@ void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& re
   }
 }
 
-void Runtime::Impl::request_compile(ConfigSlot& slot, uint64_t id, const jit::SpecKey& key) {
+void Runtime::Impl::request_compile(ConfigSlot& slot, uint64_t id, const jit::SpecKey& key, bool warm) {
   int expected = int(SlotState::Cold);
-  if (!slot.state.compare_exchange_strong(expected, int(SlotState::Queued), std::memory_order_acq_rel)) return;
-  const CompileRequest request{key, &slot, id};
+  if (!slot.state.compare_exchange_strong(expected, int(SlotState::Queued), std::memory_order_acq_rel)) {
+    if (warm) warm_pending_.fetch_sub(1);
+    return;
+  }
+  const CompileRequest request{key, &slot, id, warm};
   std::unique_lock<std::mutex> lock(compile_mutex_);
   if (!policy.async) {
     ++in_flight_;
@@ -183,11 +227,12 @@ void Runtime::Impl::compile(const CompileRequest& request) {
   std::string failure;
   double compile_us = 0;
   const jit::CompiledKernel* kernel = cache_.find(request.key);
-  const bool compiled_now = kernel == nullptr;
+  bool compiled_now = false;  // by this request, not found in the cache
   if (!kernel) {
     std::lock_guard<std::mutex> serial(compile_serial_);
     kernel = cache_.find(request.key);
     if (!kernel) {
+      compiled_now = true;
       auto fresh = std::make_unique<jit::CompiledKernel>();
       const Clock::time_point start = Clock::now();
       bool ok = false;
@@ -197,7 +242,13 @@ void Runtime::Impl::compile(const CompileRequest& request) {
         ok = backend_->compile(request.key, fresh.get(), &failure);
       }
       compile_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-      if (ok) kernel = cache_.insert(std::move(fresh));
+      if (ok) {
+        kernel = cache_.insert(std::move(fresh));
+        if (policy.perf_map) {
+          detail::append_to_perf_map(reinterpret_cast<const void*>(kernel->kernel.compute), kernel->code_bytes,
+                                     "convjit::" + kernel->name + " [" + backend_->name() + "]");
+        }
+      }
     }
   }
 
@@ -227,8 +278,22 @@ void Runtime::Impl::compile(const CompileRequest& request) {
   }
   std::lock_guard<std::mutex> lock(compile_mutex_);
   if (kernel && compiled_now) ++compiles_;
-  if (!kernel) ++compile_failures_;
-  if (--in_flight_ == 0) work_done_.notify_all();
+  if (!kernel && compiled_now) ++compile_failures_;
+  if (request.warm) warm_pending_.fetch_sub(1);
+  --in_flight_;
+  work_done_.notify_all();  // waiters for all compiles, and for one slot's
+}
+
+void Runtime::Impl::wait_for_slot(ConfigSlot& slot) {
+  std::unique_lock<std::mutex> lock(compile_mutex_);
+  // Compile it next if it is still queued.
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (it->slot == &slot) {
+      std::rotate(queue_.begin(), it, it + 1);
+      break;
+    }
+  }
+  work_done_.wait(lock, [&] { return slot.state.load(std::memory_order_acquire) != int(SlotState::Queued); });
 }
 
 void Runtime::Impl::wait_for_compiles() {

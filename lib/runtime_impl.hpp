@@ -2,6 +2,7 @@
 // dispatch. Tests construct runtimes with their own backend (fault injection) through here.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -35,9 +36,13 @@ struct Runtime::Impl {
     jit::SpecKey key;
     detail::ConfigSlot* slot;
     uint64_t slot_id;
+    bool warm;  // requested by the warm start, not by a call
   };
 
-  void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key);
+  void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key, bool warm = false);
+  void start_warm();
+  void wait_for_slot(detail::ConfigSlot& slot);  // until its queued compile has finished
+  void save_hot_configurations();
   void decline(detail::ConfigSlot& slot, uint64_t id, const std::string& reason);
   void compile(const CompileRequest& request);  // in the worker, or inline
   void worker_loop();
@@ -52,6 +57,7 @@ struct Runtime::Impl {
   std::condition_variable work_ready_, work_done_;
   std::deque<CompileRequest> queue_;
   int64_t in_flight_ = 0, compiles_ = 0, compile_failures_ = 0;
+  std::atomic<int64_t> warm_pending_{0};  // warm-start compiles not finished
   bool stopping_ = false;
   std::thread worker_;
 };

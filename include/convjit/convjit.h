@@ -77,6 +77,9 @@ typedef struct {
   int64_t hot_threshold;        /* calls before a configuration is compiled; 0 or 1: first sight */
   int64_t max_configurations;   /* detector table size */
   int64_t code_budget_bytes;    /* compiled code beyond this is refused */
+  int32_t perf_map;             /* 1: append emitted kernels to /tmp/perf-PID.map */
+  int32_t reserved;
+  const char* cache_dir;        /* warm start directory, or NULL (read when the runtime is created) */
 } convjit_policy;
 
 typedef struct convjit_runtime convjit_runtime;

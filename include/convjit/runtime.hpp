@@ -4,7 +4,8 @@
 //
 // The free functions of ops.hpp use Runtime::process_default(), configured by the environment
 // (CONVJIT_BACKEND, CONVJIT_HOT_THRESHOLD, CONVJIT_ASYNC, CONVJIT_NUM_THREADS, CONVJIT_VERBOSE,
-// CONVJIT_SPECIALIZE_SIZES, CONVJIT_DECLINE_SLOWER, CONVJIT_MAX_CONFIGURATIONS, CONVJIT_CODE_BUDGET). Apps that want
+// CONVJIT_SPECIALIZE_SIZES, CONVJIT_DECLINE_SLOWER, CONVJIT_MAX_CONFIGURATIONS, CONVJIT_CODE_BUDGET,
+// CONVJIT_PERF_MAP, CONVJIT_CACHE_DIR; CONVJIT_STATS=path writes its stats as JSON at exit). Apps that want
 // their own policy create Runtime objects; every method is thread-safe.
 #pragma once
 
@@ -31,6 +32,9 @@ struct CONVJIT_PUBLIC Policy {
                                     // false compiles every hot one (tests use it for coverage)
   int64_t max_configurations = 4096;       // detector table size; cold configurations age out
   int64_t code_budget_bytes = 64 << 20;    // compiled code beyond this is refused (stays generic)
+  bool perf_map = false;            // append every emitted kernel to /tmp/perf-PID.map for `perf report`
+  std::string cache_dir;            // warm start: save the hot configurations here when the runtime
+                                    // ends, compile them in the background when the next one starts
 
   static Policy from_environment();  // defaults overridden by the CONVJIT_* variables
 };
