@@ -72,6 +72,9 @@ ConfigSlot& ConfigTable::find_or_insert(uint64_t id, const convjit_conv_params& 
                         &victim->sampled_ns_jit, &victim->samples_jit, &victim->calls_at_aging}) {
     counter->store(0, std::memory_order_relaxed);
   }
+  for (auto* moment : {&victim->first_call_ns, &victim->hot_ns, &victim->kernel_ns}) {
+    moment->store(-1, std::memory_order_relaxed);
+  }
   victim->kernel.store(nullptr, std::memory_order_relaxed);
   victim->state.store(int(SlotState::Cold), std::memory_order_relaxed);
   victim->params = params;

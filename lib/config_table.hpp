@@ -27,6 +27,8 @@ struct ConfigSlot {
   std::atomic<const jit::CompiledKernel*> kernel{nullptr};
   std::atomic<int> state{int(SlotState::Cold)};
   std::atomic<int64_t> calls_at_aging{0};  // recent calls = calls - calls_at_aging
+  // Tier timeline, nanoseconds since the runtime started; -1: not yet.
+  std::atomic<int64_t> first_call_ns{-1}, hot_ns{-1}, kernel_ns{-1};
 
   // Written and read under the table's mutex only.
   convjit_conv_params params{};

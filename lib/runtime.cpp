@@ -123,6 +123,7 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
   bool inserted = false;
   ConfigSlot& slot = table_.find_or_insert(id, *params, activation, bias != nullptr, &inserted);
   const int64_t calls = slot.calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (inserted) slot.first_call_ns.store(now_ns(), std::memory_order_relaxed);
   if (inserted && policy.verbose) {
     std::fprintf(stderr, "convjit: first call of conv_fwd %s: generic\n",
                  detail::describe_conv(*params, activation, bias != nullptr).c_str());
@@ -177,9 +178,14 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
   return conv_forward(&forward, dy, w_t, nullptr, CONVJIT_ACT_IDENTITY, dx);
 }
 
+int64_t Runtime::Impl::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started_).count();
+}
+
 void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& reason) {
   int expected = int(SlotState::Cold);
   if (!slot.state.compare_exchange_strong(expected, int(SlotState::Declined), std::memory_order_acq_rel)) return;
+  slot.hot_ns.store(now_ns(), std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(table_.mutex());
   if (slot.id.load(std::memory_order_relaxed) != id) return;
   slot.failure = reason;
@@ -195,6 +201,7 @@ void Runtime::Impl::request_compile(ConfigSlot& slot, uint64_t id, const jit::Sp
     if (warm) warm_pending_.fetch_sub(1);
     return;
   }
+  slot.hot_ns.store(now_ns(), std::memory_order_relaxed);
   const CompileRequest request{key, &slot, id, warm};
   std::unique_lock<std::mutex> lock(compile_mutex_);
   if (!policy.async) {
@@ -258,6 +265,7 @@ void Runtime::Impl::compile(const CompileRequest& request) {
     if (slot.id.load(std::memory_order_relaxed) == request.slot_id) {  // not recycled meanwhile
       slot.compile_us = compile_us;
       if (kernel) {
+        slot.kernel_ns.store(now_ns(), std::memory_order_relaxed);
         slot.kernel.store(kernel, std::memory_order_release);
         slot.state.store(int(SlotState::Compiled), std::memory_order_release);
       } else {
@@ -327,6 +335,13 @@ RuntimeStats Runtime::Impl::stats() {
     }
     c.failure = slot.failure;
     c.compile_us = slot.compile_us;
+    auto us = [](const std::atomic<int64_t>& ns) {
+      const int64_t v = ns.load(std::memory_order_relaxed);
+      return v < 0 ? -1.0 : double(v) * 1e-3;
+    };
+    c.first_call_us = us(slot.first_call_ns);
+    c.hot_us = us(slot.hot_ns);
+    c.kernel_us = us(slot.kernel_ns);
     s.configurations.push_back(std::move(c));
   });
   s.kernels = cache_.kernels();

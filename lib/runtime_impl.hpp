@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -47,6 +48,9 @@ struct Runtime::Impl {
   void compile(const CompileRequest& request);  // in the worker, or inline
   void worker_loop();
 
+  int64_t now_ns() const;  // since the runtime started: the timeline's clock
+
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<jit::Backend> backend_;  // null: generic tier only
   std::string backend_unavailable_reason_;
   detail::ConfigTable table_;

@@ -89,7 +89,8 @@ std::string stats_to_json(const RuntimeStats& s, const Policy& p) {
          "}, \"mean_ns\": {\"generic\": " + number(c.mean_ns_generic) + ", \"jit\": " + number(c.mean_ns_jit) +
          "}, \"state\": " + quoted(c.state) + ", \"jit_kernel\": " + quoted(c.kernel) + ", \"backend\": " + quoted(c.backend) +
          ", \"compile_us\": " + number(c.compile_us) + ", \"code_bytes\": " + std::to_string(c.code_bytes) +
-         ", \"reason\": " + quoted(c.failure) + "}";
+         ", \"reason\": " + quoted(c.failure) + ", \"timeline_us\": {\"first_call\": " + number(c.first_call_us) +
+         ", \"hot\": " + number(c.hot_us) + ", \"kernel\": " + number(c.kernel_us) + "}}";
   }
   j += s.configurations.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return j;

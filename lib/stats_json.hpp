@@ -14,7 +14,9 @@
 //       "activation": "identity"|"relu", "bias": bool,
 //       "calls": {"generic", "jit"}, "mean_ns": {"generic", "jit"} (sampled; 0 = no sample),
 //       "state": "cold"|"queued"|"jit"|"failed"|"declined", "jit_kernel": name or "", "backend",
-//       "compile_us", "code_bytes", "reason": why it is not on the JIT tier, or "" } ] }
+//       "compile_us", "code_bytes", "reason": why it is not on the JIT tier, or "",
+//       "timeline_us": {"first_call", "hot", "kernel"}: microseconds since the runtime started
+//       (its first call, when it went hot or was declined, when its kernel arrived; -1: not yet) } ] }
 #pragma once
 
 #include <string>

@@ -52,6 +52,8 @@ struct ConfigStats {
   std::string failure;   // why the compile failed or was declined
   double compile_us = 0;
   int64_t code_bytes = 0;
+  // Timeline, microseconds since the runtime started; -1: not (yet) happened.
+  double first_call_us = -1, hot_us = -1, kernel_us = -1;
 };
 
 struct RuntimeStats {
