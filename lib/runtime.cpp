@@ -187,7 +187,11 @@ void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& re
   if (!slot.state.compare_exchange_strong(expected, int(SlotState::Declined), std::memory_order_acq_rel)) return;
   slot.hot_ns.store(now_ns(), std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(table_.mutex());
-  if (slot.id.load(std::memory_order_relaxed) != id) return;
+  if (slot.id.load(std::memory_order_relaxed) != id) {  // recycled meanwhile: not ours to decline
+    expected = int(SlotState::Declined);
+    slot.state.compare_exchange_strong(expected, int(SlotState::Cold), std::memory_order_acq_rel);
+    return;
+  }
   slot.failure = reason;
   if (policy.verbose) {
     std::fprintf(stderr, "convjit: stays generic: %s: %s\n",
@@ -262,7 +266,12 @@ void Runtime::Impl::compile(const CompileRequest& request) {
   {
     std::lock_guard<std::mutex> table_lock(table_.mutex());
     ConfigSlot& slot = *request.slot;
-    if (slot.id.load(std::memory_order_relaxed) == request.slot_id) {  // not recycled meanwhile
+    if (slot.id.load(std::memory_order_relaxed) != request.slot_id) {
+      // Recycled meanwhile: a stale request may have queued the new configuration's slot; hand
+      // it back so it compiles when it gets hot itself (waiters on the slot wake below).
+      int queued = int(SlotState::Queued);
+      slot.state.compare_exchange_strong(queued, int(SlotState::Cold), std::memory_order_acq_rel);
+    } else {
       slot.compile_us = compile_us;
       if (kernel) {
         slot.kernel_ns.store(now_ns(), std::memory_order_relaxed);
