@@ -216,13 +216,10 @@ int diff(const std::vector<std::string>& args) {
 using Clock = std::chrono::steady_clock;
 
 void run_seed() {
-  constexpr int64_t kBatch = 5;
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-  std::vector<float> x(size_t(kBatch * 28 * 28));
-  for (float& v : x) v = pixel(rng);
-  std::vector<int32_t> labels(kBatch);
-  for (int32_t& l : labels) l = int32_t(rng() % 10);
+  const seednet::Batch batch = seednet::random_batch(seednet::kDesignBatch, 7);
+  const int64_t kBatch = batch.size;
+  const std::vector<float>& x = batch.x;
+  const std::vector<int32_t>& labels = batch.labels;
   seednet::SeedNetwork net(kBatch, 42);
   const Clock::time_point start = Clock::now();
   net.forward(x.data(), labels.data(), kBatch);

@@ -127,6 +127,16 @@ void SeedNetwork::backward(const float* x, bool input_gradient) {
   }
 }
 
+Batch random_batch(int64_t size, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  Batch b{size, std::vector<float>(size_t(size * SeedNetwork::kImageSize * SeedNetwork::kImageSize)),
+          std::vector<int32_t>(size_t(size))};
+  for (float& v : b.x) v = pixel(rng);
+  for (int32_t& l : b.labels) l = int32_t(rng() % SeedNetwork::kClasses);
+  return b;
+}
+
 std::vector<SeedNetwork::Parameter> SeedNetwork::parameters() {
   std::vector<Parameter> p;
   for (ConvLayer& l : layers_) {

@@ -51,4 +51,13 @@ class SeedNetwork {
   int64_t features_ = 0;
 };
 
+// The design's benchmark input: a batch of 5 random 28x28 images with random labels.
+inline constexpr int64_t kDesignBatch = 5;
+struct Batch {
+  int64_t size;
+  std::vector<float> x;  // [size][1][28][28], uniform in [0, 1)
+  std::vector<int32_t> labels;
+};
+Batch random_batch(int64_t size, uint32_t seed);
+
 }  // namespace seednet

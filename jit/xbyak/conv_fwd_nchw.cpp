@@ -4,6 +4,8 @@
 #include <memory>
 #include <xbyak/xbyak.h>
 
+#include "jit/xbyak/emit.hpp"
+
 namespace convjit::jit::xbyak {
 namespace {
 
@@ -271,11 +273,7 @@ NchwPlan plan_nchw(const SpecKey& key) {
 std::string nchw_unsupported_reason(const SpecKey& key) {
   if (key.layout != CONVJIT_NCHW) return "not NCHW";
   if (key.stride[2] != 1 && key.stride[2] != 2) return "NCHW kernels support stride 1 or 2 along W";
-  for (int d = 0; d < 3; ++d) {
-    if (key.kernel[d] * key.dilation[d] > (1 << 16) || key.stride[d] > (1 << 16)) return "kernel extent too large";
-  }
-  if (key.kernel[0] * key.kernel[1] * key.kernel[2] > 512) return "more than 512 taps";
-  return {};
+  return common_unsupported_reason(key);
 }
 
 bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string* error) {
@@ -283,27 +281,13 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
     *error = reason;
     return false;
   }
-  try {
-    const size_t taps = size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]);
-    // One block of at most ~100 bytes per tap and vector, plus the frame.
-    const NchwPlan plan = plan_nchw(key);
-    auto generator = std::make_shared<Generator>(key, 4096 + taps * size_t(plan.vectors) * 128);
-    generator->setProtectModeRE();
-    out->kernel = {};
-    out->kernel.compute = generator->getCode<convjit_conv_tile_fn>();
-    out->kernel.row_kernel = 1;
-    out->kernel.min_row_pixels = 8 * plan.vectors;
-    out->key = key;
-    out->name = key.name();
-    out->code_bytes = generator->getSize();
-    out->code = generator;
-    return true;
-  } catch (const Xbyak::Error& e) {
-    *error = std::string("xbyak: ") + e.what();
-  } catch (const std::exception& e) {
-    *error = e.what();
-  }
-  return false;
+  const NchwPlan plan = plan_nchw(key);
+  convjit_conv_kernel kernel{};
+  kernel.row_kernel = 1;
+  kernel.min_row_pixels = 8 * plan.vectors;
+  // One block of at most ~100 bytes per tap and vector, plus the frame.
+  const size_t code_size = 4096 + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2] * plan.vectors) * 128;
+  return emit_kernel(key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak

@@ -5,6 +5,8 @@
 #include <memory>
 #include <xbyak/xbyak.h>
 
+#include "jit/xbyak/emit.hpp"
+
 namespace convjit::jit::xbyak {
 namespace {
 
@@ -226,11 +228,7 @@ class Generator : public CodeGenerator {
 
 std::string nhwc_unsupported_reason(const SpecKey& key) {
   if (key.layout != CONVJIT_NHWC) return "not NHWC";
-  for (int d = 0; d < 3; ++d) {
-    if (key.kernel[d] * key.dilation[d] > (1 << 16) || key.stride[d] > (1 << 16)) return "kernel extent too large";
-  }
-  if (key.kernel[0] * key.kernel[1] * key.kernel[2] > 512) return "more than 512 taps";
-  return {};
+  return common_unsupported_reason(key);
 }
 
 bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error) {
@@ -238,28 +236,14 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
     *error = reason;
     return false;
   }
-  try {
-    const size_t taps = size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]);
-    // One block of at most ~300 bytes per tap, plus the frame.
-    auto generator = std::make_shared<Generator>(key, 4096 + taps * 320);
-    generator->setProtectModeRE();
-    out->kernel = {};
-    out->kernel.compute = generator->getCode<convjit_conv_tile_fn>();
-    out->kernel.prepare = pack_weights;
-    out->kernel.oc_block = kNhwcOcBlock;
-    out->kernel.row_kernel = 1;
-    out->kernel.min_row_pixels = kNhwcPixelBlock;
-    out->key = key;
-    out->name = key.name();
-    out->code_bytes = generator->getSize();
-    out->code = generator;
-    return true;
-  } catch (const Xbyak::Error& e) {
-    *error = std::string("xbyak: ") + e.what();
-  } catch (const std::exception& e) {
-    *error = e.what();
-  }
-  return false;
+  convjit_conv_kernel kernel{};
+  kernel.prepare = pack_weights;
+  kernel.oc_block = kNhwcOcBlock;
+  kernel.row_kernel = 1;
+  kernel.min_row_pixels = kNhwcPixelBlock;
+  // One block of at most ~300 bytes per tap, plus the frame.
+  const size_t code_size = 4096 + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]) * 320;
+  return emit_kernel(key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak
