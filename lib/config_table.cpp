@@ -77,11 +77,8 @@ ConfigSlot& ConfigTable::find_or_insert(uint64_t id, const convjit_conv_params& 
   }
   victim->kernel.store(nullptr, std::memory_order_relaxed);
   victim->state.store(int(SlotState::Cold), std::memory_order_relaxed);
-  victim->params = params;
-  victim->activation = activation;
-  victim->has_bias = has_bias;
-  victim->failure.clear();
-  victim->compile_us = 0;
+  if (!victim->details) victim->details = std::make_unique<ConfigSlot::Details>();
+  *victim->details = {params, activation, has_bias, {}, 0};
   victim->id.store(id, std::memory_order_release);
   *inserted = true;
   return *victim;

@@ -30,12 +30,16 @@ struct ConfigSlot {
   // Tier timeline, nanoseconds since the runtime started; -1: not yet.
   std::atomic<int64_t> first_call_ns{-1}, hot_ns{-1}, kernel_ns{-1};
 
-  // Written and read under the table's mutex only.
-  convjit_conv_params params{};
-  int32_t activation = 0;
-  bool has_bias = false;
-  std::string failure;
-  double compile_us = 0;
+  // What stats and verbose lines read: written and read under the table's mutex only, and
+  // allocated when the slot is first used, so an empty table costs little memory to create.
+  struct Details {
+    convjit_conv_params params{};
+    int32_t activation = 0;
+    bool has_bias = false;
+    std::string failure;
+    double compile_us = 0;
+  };
+  std::unique_ptr<Details> details;
 };
 
 class ConfigTable {

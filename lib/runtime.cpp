@@ -90,7 +90,7 @@ void Runtime::Impl::save_hot_configurations() {
   std::vector<detail::HotConfiguration> hot;
   table_.for_each([&](ConfigSlot& slot) {
     if (slot.state.load(std::memory_order_relaxed) == int(SlotState::Compiled)) {
-      hot.push_back({slot.params, slot.activation, slot.has_bias});
+      hot.push_back({slot.details->params, slot.details->activation, slot.details->has_bias});
     }
   });
   if (!detail::save_hot_configurations(policy.cache_dir, hot)) {
@@ -192,10 +192,11 @@ void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& re
     slot.state.compare_exchange_strong(expected, int(SlotState::Cold), std::memory_order_acq_rel);
     return;
   }
-  slot.failure = reason;
+  slot.details->failure = reason;
   if (policy.verbose) {
-    std::fprintf(stderr, "convjit: stays generic: %s: %s\n",
-                 detail::describe_conv(slot.params, slot.activation, slot.has_bias).c_str(), reason.c_str());
+    const ConfigSlot::Details& d = *slot.details;
+    std::fprintf(stderr, "convjit: stays generic: %s: %s\n", detail::describe_conv(d.params, d.activation, d.has_bias).c_str(),
+                 reason.c_str());
   }
 }
 
@@ -272,17 +273,17 @@ void Runtime::Impl::compile(const CompileRequest& request) {
       int queued = int(SlotState::Queued);
       slot.state.compare_exchange_strong(queued, int(SlotState::Cold), std::memory_order_acq_rel);
     } else {
-      slot.compile_us = compile_us;
+      slot.details->compile_us = compile_us;
       if (kernel) {
         slot.kernel_ns.store(now_ns(), std::memory_order_relaxed);
         slot.kernel.store(kernel, std::memory_order_release);
         slot.state.store(int(SlotState::Compiled), std::memory_order_release);
       } else {
-        slot.failure = failure;
+        slot.details->failure = failure;
         slot.state.store(int(SlotState::Failed), std::memory_order_release);
       }
       if (policy.verbose) {
-        const std::string what = detail::describe_conv(slot.params, slot.activation, slot.has_bias);
+        const std::string what = detail::describe_conv(slot.details->params, slot.details->activation, slot.details->has_bias);
         if (kernel) {
           std::fprintf(stderr, "convjit: %s %s (%s, %zu bytes, %.1f us) for %s\n",
                        compiled_now ? "compiled" : "reused", kernel->name.c_str(), backend_->name(),
@@ -324,9 +325,9 @@ RuntimeStats Runtime::Impl::stats() {
   s.backend_unavailable_reason = backend_unavailable_reason_;
   table_.for_each([&](ConfigSlot& slot) {
     ConfigStats c;
-    c.dims = ConvDims::from_c(slot.params);
-    c.activation = Activation(slot.activation);
-    c.has_bias = slot.has_bias;
+    c.dims = ConvDims::from_c(slot.details->params);
+    c.activation = Activation(slot.details->activation);
+    c.has_bias = slot.details->has_bias;
     const int64_t calls = slot.calls.load(std::memory_order_relaxed);
     c.calls_jit = slot.calls_jit.load(std::memory_order_relaxed);
     c.calls_generic = calls - c.calls_jit;
@@ -342,8 +343,8 @@ RuntimeStats Runtime::Impl::stats() {
       c.code_bytes = int64_t(k->code_bytes);
       c.backend = backend_ ? backend_->name() : "";
     }
-    c.failure = slot.failure;
-    c.compile_us = slot.compile_us;
+    c.failure = slot.details->failure;
+    c.compile_us = slot.details->compile_us;
     auto us = [](const std::atomic<int64_t>& ns) {
       const int64_t v = ns.load(std::memory_order_relaxed);
       return v < 0 ? -1.0 : double(v) * 1e-3;
