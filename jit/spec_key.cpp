@@ -18,7 +18,8 @@ std::string SpecKey::name() const {
   };
   auto all_one = [&](const int64_t v[3]) { return v[0] == 1 && v[1] == 1 && v[2] == 1; };
   auto uniform = [&](const int64_t v[3]) {
-    for (int d = first + 1; d < 3; ++d) if (v[d] != v[first]) return false;
+    for (int d = first + 1; d < 3; ++d)
+      if (v[d] != v[first]) return false;
     return true;
   };
   std::string n = "conv" + std::to_string(rank) + "d_fwd_f32_k" + dims(kernel);

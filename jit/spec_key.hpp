@@ -15,9 +15,9 @@ namespace convjit::jit {
 enum class Isa : int32_t { Avx2Fma = 1 };
 
 struct SpecKey {
-  int32_t rank;                 // for the name only: 1, 2 or 3 spatial dims
-  int32_t layout;               // convjit_layout
-  int32_t flip;                 // convolution mode
+  int32_t rank;    // for the name only: 1, 2 or 3 spatial dims
+  int32_t layout;  // convjit_layout
+  int32_t flip;    // convolution mode
   int32_t relu;
   Isa isa;
   // Output channels per group, as a class: 1, 2, 3, or 4 for "4 or more" (NCHW kernels block

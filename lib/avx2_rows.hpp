@@ -14,7 +14,8 @@ namespace convjit::detail::avx2 {
 
 // Lanes l of a vector whose input position first + l lies in [0, end).
 inline __m256i lanes_inside(int64_t first, int64_t end) {
-  const __m256i position = _mm256_add_epi32(_mm256_set1_epi32(int32_t(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i position =
+      _mm256_add_epi32(_mm256_set1_epi32(int32_t(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   const __m256i at_least_zero = _mm256_cmpgt_epi32(position, _mm256_set1_epi32(-1));
   const __m256i below_end = _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(end)), position);
   return _mm256_and_si256(at_least_zero, below_end);
@@ -23,7 +24,8 @@ inline __m256i lanes_inside(int64_t first, int64_t end) {
 // 8 inputs at positions first + Stride*l of one input row (of `width` real elements, positions
 // beyond `limit` unwanted), zero where outside.
 template <int Stride>
-inline __attribute__((always_inline)) __m256 load_inputs(const float* row, int64_t first, int64_t width, int64_t limit) {
+inline __attribute__((always_inline)) __m256 load_inputs(const float* row, int64_t first, int64_t width,
+                                                         int64_t limit) {
   const int64_t span = Stride * 8;  // elements the loads cover
   const int64_t end = std::min(width, limit);
   __m256 a, b;
@@ -43,7 +45,7 @@ inline __attribute__((always_inline)) __m256 load_inputs(const float* row, int64
 // Taps t in [0, n) (weight order) whose input coordinate o*stride - pad + t'*dilation is in
 // [0, size), t' = t or n-1-t when flipped: a contiguous range.
 inline void valid_taps(int64_t o, int64_t stride, int64_t pad, int64_t dilation, int64_t n, int64_t size, bool flip,
-                int64_t* begin, int64_t* end) {
+                       int64_t* begin, int64_t* end) {
   const int64_t origin = o * stride - pad;
   const bool unit = dilation == 1;  // the common case, without two divisions per row
   const int64_t lo = std::clamp<int64_t>(unit ? -origin : ceil_div(-origin, dilation), 0, n);  // first t' inside

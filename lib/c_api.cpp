@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
-#include <tuple>
 #include <new>
 #include <string>
+#include <tuple>
 
 #include "convjit/convjit.h"
 #include "convjit/error.hpp"
 #include "convjit/runtime.hpp"
 #include "lib/geometry.hpp"
-#include "lib/runtime_impl.hpp"
 #include "lib/ops_internal.hpp"
+#include "lib/runtime_impl.hpp"
 #include "lib/threads.hpp"
 
 namespace convjit::detail {
@@ -64,19 +64,18 @@ extern "C" convjit_status convjit_conv_output_size(const convjit_conv_params* pa
 }
 
 extern "C" convjit_status convjit_conv_forward(const convjit_conv_params* params, const float* x, const float* w,
-                                                const float* bias, int32_t activation, float* y) {
-  return guarded([&] {
-    return convjit::Runtime::process_default().impl().conv_forward(params, x, w, bias, activation, y);
-  });
+                                               const float* bias, int32_t activation, float* y) {
+  return guarded(
+      [&] { return convjit::Runtime::process_default().impl().conv_forward(params, x, w, bias, activation, y); });
 }
 
-extern "C" convjit_status convjit_conv_backward_data(const convjit_conv_params* params, const float* dy,
-                                                      const float* w, float* dx) {
+extern "C" convjit_status convjit_conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w,
+                                                     float* dx) {
   return guarded([&] { return convjit::Runtime::process_default().impl().conv_backward_data(params, dy, w, dx); });
 }
 
 extern "C" convjit_status convjit_conv_backward_filter(const convjit_conv_params* params, const float* x,
-                                                        const float* dy, float* dw) {
+                                                       const float* dy, float* dw) {
   return guarded([&] { return detail::conv_backward_filter(params, x, dy, dw); });
 }
 
@@ -100,12 +99,12 @@ extern "C" convjit_status convjit_meanpool_forward(const convjit_pool_params* pa
 }
 
 extern "C" convjit_status convjit_lpnormpool_forward(const convjit_pool_params* params, float p, const float* x,
-                                                      float* y) {
+                                                     float* y) {
   return guarded([&] { return detail::pool_forward(PoolOp::LpNorm, params, p, x, y); });
 }
 
 extern "C" convjit_status convjit_maxpool_backward(const convjit_pool_params* params, const float* x, const float* y,
-                                                    const float* dy, float* dx) {
+                                                   const float* dy, float* dx) {
   return guarded([&] { return detail::pool_backward(PoolOp::Max, params, 0.0f, x, y, dy, dx); });
 }
 
@@ -114,11 +113,13 @@ extern "C" convjit_status convjit_meanpool_backward(const convjit_pool_params* p
 }
 
 extern "C" convjit_status convjit_lpnormpool_backward(const convjit_pool_params* params, float p, const float* x,
-                                                       const float* y, const float* dy, float* dx) {
+                                                      const float* y, const float* dy, float* dx) {
   return guarded([&] { return detail::pool_backward(PoolOp::LpNorm, params, p, x, y, dy, dx); });
 }
 
-extern "C" const char* convjit_last_error(void) { return detail::last_error.c_str(); }
+extern "C" const char* convjit_last_error(void) {
+  return detail::last_error.c_str();
+}
 
 extern "C" convjit_status convjit_set_num_threads(int32_t num_threads) {
   return guarded([&] {
@@ -130,11 +131,15 @@ extern "C" convjit_status convjit_set_num_threads(int32_t num_threads) {
   });
 }
 
-extern "C" int32_t convjit_get_num_threads(void) { return detail::thread_count(); }
+extern "C" int32_t convjit_get_num_threads(void) {
+  return detail::thread_count();
+}
 
 namespace {
 
-convjit::Runtime* as_runtime(convjit_runtime* runtime) { return reinterpret_cast<convjit::Runtime*>(runtime); }
+convjit::Runtime* as_runtime(convjit_runtime* runtime) {
+  return reinterpret_cast<convjit::Runtime*>(runtime);
+}
 
 template <size_t N>
 void copy_text(char (&dst)[N], const std::string& src) {
@@ -169,13 +174,14 @@ extern "C" convjit_status convjit_runtime_create(const convjit_policy* policy, c
     if (policy->backend < CONVJIT_BACKEND_AUTO || policy->backend > CONVJIT_BACKEND_NONE) {
       return Status::invalid("policy.backend = " + std::to_string(policy->backend) + ": must be a convjit_backend");
     }
-    for (auto [value, name, minimum] : {std::tuple{int64_t(policy->num_threads), "policy.num_threads", int64_t(0)},
-                                        std::tuple{policy->hot_threshold, "policy.hot_threshold", int64_t(0)},
-                                        std::tuple{policy->max_configurations, "policy.max_configurations", int64_t(1)},
-                                        std::tuple{policy->code_budget_bytes, "policy.code_budget_bytes", int64_t(0)}}) {
+    for (auto [value, name, minimum] :
+         {std::tuple{int64_t(policy->num_threads), "policy.num_threads", int64_t(0)},
+          std::tuple{policy->hot_threshold, "policy.hot_threshold", int64_t(0)},
+          std::tuple{policy->max_configurations, "policy.max_configurations", int64_t(1)},
+          std::tuple{policy->code_budget_bytes, "policy.code_budget_bytes", int64_t(0)}}) {
       if (value < minimum) {
-        return Status::invalid(std::string(name) + " = " + std::to_string(value) + ": must be >= " +
-                               std::to_string(minimum));
+        return Status::invalid(std::string(name) + " = " + std::to_string(value) +
+                               ": must be >= " + std::to_string(minimum));
       }
     }
     convjit::Policy p;

@@ -21,7 +21,8 @@ void zero_channels(const ConvGeometry& g, float* dx_image, int64_t ic0, int64_t 
     std::memset(dx_image + ic0 * g.x.channel, 0, sizeof(float) * size_t((ic1 - ic0) * pixels));
     return;
   }
-  for (int64_t p = 0; p < pixels; ++p) std::fill(dx_image + p * g.in_channels + ic0, dx_image + p * g.in_channels + ic1, 0.0f);
+  for (int64_t p = 0; p < pixels; ++p)
+    std::fill(dx_image + p * g.in_channels + ic0, dx_image + p * g.in_channels + ic1, 0.0f);
 }
 
 }  // namespace

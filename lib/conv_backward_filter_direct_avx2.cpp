@@ -1,6 +1,5 @@
-#include "lib/conv_backward_filter_direct.hpp"
-
 #include "lib/avx2_rows.hpp"
+#include "lib/conv_backward_filter_direct.hpp"
 #include "lib/gemm_tile.hpp"
 #include "lib/threads.hpp"
 
@@ -98,8 +97,10 @@ void backward_filter_direct(const ConvGeometry& g, const float* x, const float* 
   const int64_t pairs = g.oc_per_group * g.ic_per_group;
   parallel_for(g.groups * pairs, g.flops(), [&](int64_t task) {
     const int64_t group = task / pairs, oc = task % pairs / g.ic_per_group, ic = task % g.ic_per_group;
-    if (g.stride[2] == 1) channel_pair_any_width<1>(g, x, dy, group, oc, ic, dw);
-    else channel_pair_any_width<2>(g, x, dy, group, oc, ic, dw);
+    if (g.stride[2] == 1)
+      channel_pair_any_width<1>(g, x, dy, group, oc, ic, dw);
+    else
+      channel_pair_any_width<2>(g, x, dy, group, oc, ic, dw);
   });
   _mm256_zeroupper();
 }

@@ -1,8 +1,8 @@
 // The forward driver: validates, splits y into row tiles over threads, and runs the tile kernel
 // of the tier in force on each (today tier 0, conv_tile_generic).
-#include <algorithm>
-
 #include "lib/conv_forward.hpp"
+
+#include <algorithm>
 
 #include "lib/conv_tile_direct.hpp"
 #include "lib/conv_tile_generic.hpp"
@@ -67,8 +67,8 @@ convjit_conv_tile_fn generic_tile(const ConvGeometry& g) {
 // [ic][kd][kh][position], NHWC: [kd][kh][position][ic], taps unflipped) in scratch. Zeros there
 // are zero products, which add exactly nothing to finite sums: the generic tier's numbers.
 // Returns false if the copy does not fit in `capacity` floats.
-bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, int64_t ow, int64_t count,
-               float* scratch, int64_t capacity, convjit_conv_tile* view) {
+bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, int64_t ow, int64_t count, float* scratch,
+               int64_t capacity, convjit_conv_tile* view) {
   const int64_t kd_n = g.kernel[0], kh_n = g.kernel[1];
   const int64_t origin[3] = {od * g.stride[0] - g.pad_begin[0], oh * g.stride[1] - g.pad_begin[1],
                              ow * g.stride[2] - g.pad_begin[2]};
@@ -92,7 +92,7 @@ bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, in
   view->view_position = nchw ? 1 : icg;
   view->view_tap_row = span * view->view_position;
   view->view_tap_plane = kh_n * view->view_tap_row;
-  const int64_t first = std::clamp<int64_t>(-origin[2], 0, span);               // real positions
+  const int64_t first = std::clamp<int64_t>(-origin[2], 0, span);              // real positions
   const int64_t last = std::clamp<int64_t>(g.in[2] - origin[2], first, span);  // are [first, last)
   for (int64_t kd = 0; kd < kd_n; ++kd) {
     const int64_t id = origin[0] + kd * g.dilation[0];
@@ -108,7 +108,8 @@ bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, in
         }
       } else {
         std::fill(dst, dst + span * icg, 0.0f);
-        for (int64_t p = first; p < last && real_row; ++p) std::copy(src + p * g.x.spatial[2], src + p * g.x.spatial[2] + icg, dst + p * icg);
+        for (int64_t p = first; p < last && real_row; ++p)
+          std::copy(src + p * g.x.spatial[2], src + p * g.x.spatial[2] + icg, dst + p * icg);
       }
     }
   }
@@ -193,8 +194,10 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
         continue;
       }
       if (prepared) specialized->prepare(&g, tile.w, tile.oc_count, scratch);
-      if (specialized->row_kernel) run_rows(g, generic, *specialized, tile);
-      else specialized->compute(&g, &tile);
+      if (specialized->row_kernel)
+        run_rows(g, generic, *specialized, tile);
+      else
+        specialized->compute(&g, &tile);
     }
   });
 }

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "convjit/convjit.h"
+#include "lib/avx2_rows.hpp"
 #include "lib/conv_tile_direct.hpp"
 #include "lib/gemm_tile.hpp"
-#include "lib/avx2_rows.hpp"
 #include "lib/patch_pack.hpp"
 
 namespace convjit::detail::avx2 {
@@ -90,8 +90,10 @@ void block(const convjit_conv_problem& g, const convjit_conv_tile& t, const Row&
       if (t.relu) acc[i][v] = _mm256_max_ps(_mm256_setzero_ps(), acc[i][v]);  // keeps NaN
       float* out = y + i * g.y.channel + 8 * v;
       const int64_t lanes = count - 8 * v;
-      if (lanes >= 8) _mm256_storeu_ps(out, acc[i][v]);
-      else _mm256_maskstore_ps(out, lanes_inside(0, lanes), acc[i][v]);
+      if (lanes >= 8)
+        _mm256_storeu_ps(out, acc[i][v]);
+      else
+        _mm256_maskstore_ps(out, lanes_inside(0, lanes), acc[i][v]);
     }
   }
 }
@@ -101,10 +103,12 @@ void block(const convjit_conv_problem& g, const convjit_conv_tile& t, const Row&
 template <int Oc, int Vectors, int Stride>
 void pixels(const convjit_conv_problem& g, const convjit_conv_tile& t, const Row& r, int64_t oc0, int64_t px0,
             int64_t count) {
-  const int64_t first = (r.ow + px0) * Stride - g.pad_begin[2];  // tap 0's first input
+  const int64_t first = (r.ow + px0) * Stride - g.pad_begin[2];                               // tap 0's first input
   const int64_t last = first + Stride * 8 * Vectors - 1 + (g.kernel[2] - 1) * g.dilation[2];  // loads' last
-  if (count == 8 * Vectors && first >= 0 && last < g.in[2]) block<Oc, Vectors, Stride, false>(g, t, r, oc0, px0, count);
-  else block<Oc, Vectors, Stride, true>(g, t, r, oc0, px0, count);
+  if (count == 8 * Vectors && first >= 0 && last < g.in[2])
+    block<Oc, Vectors, Stride, false>(g, t, r, oc0, px0, count);
+  else
+    block<Oc, Vectors, Stride, true>(g, t, r, oc0, px0, count);
 }
 
 // Oc channels over a row: full blocks of Vectors*8 pixels, then the tail with fewer vectors.
@@ -115,9 +119,15 @@ void row_channels(const convjit_conv_problem& g, const convjit_conv_tile& t, con
   const int64_t left = r.count - px;
   switch ((left + 7) / 8) {  // 0 .. Vectors vectors, the last one partial
     case 1: return block<Oc, 1, Stride, true>(g, t, r, oc0, px, left);
-    case 2: if constexpr (Vectors >= 2) block<Oc, 2, Stride, true>(g, t, r, oc0, px, left); return;
-    case 3: if constexpr (Vectors >= 3) block<Oc, 3, Stride, true>(g, t, r, oc0, px, left); return;
-    case 4: if constexpr (Vectors >= 4) block<Oc, 4, Stride, true>(g, t, r, oc0, px, left); return;
+    case 2:
+      if constexpr (Vectors >= 2) block<Oc, 2, Stride, true>(g, t, r, oc0, px, left);
+      return;
+    case 3:
+      if constexpr (Vectors >= 3) block<Oc, 3, Stride, true>(g, t, r, oc0, px, left);
+      return;
+    case 4:
+      if constexpr (Vectors >= 4) block<Oc, 4, Stride, true>(g, t, r, oc0, px, left);
+      return;
     default: return;
   }
 }
@@ -150,8 +160,10 @@ void conv_tile_direct(const convjit_conv_problem* problem, const convjit_conv_ti
   for (int64_t done = 0; done < tile->pixel_count; done += g.out[2] - ow, ow = 0, ++oh) {
     const Row r = make_row(g, t.od, oh, ow, std::min(g.out[2] - ow, tile->pixel_count - done));
     t.y = tile->y + done * g.y.spatial[2];
-    if (g.stride[2] == 1) row<1>(g, t, r);
-    else row<2>(g, t, r);
+    if (g.stride[2] == 1)
+      row<1>(g, t, r);
+    else
+      row<2>(g, t, r);
   }
   _mm256_zeroupper();
 }

@@ -23,7 +23,7 @@ void fill_panels(const ConvGeometry& g, const convjit_conv_tile& t, int64_t k0, 
     const int64_t first_panel = column / kTileCols, last_panel = (column + run - 1) / kTileCols;
     for_each_patch_row(g, t.x, t.od, oh, ow, run, k0, kc, [&](int64_t k, const PatchRow<const float>& row) {
       for (int64_t p = first_panel; p <= last_panel; ++p) {
-        const int64_t lo = std::max(column, p * kTileCols) - column;         // run-local columns
+        const int64_t lo = std::max(column, p * kTileCols) - column;              // run-local columns
         const int64_t hi = std::min(column + run, (p + 1) * kTileCols) - column;  // in this panel
         if (hi - lo == kTileCols && row.step == 1 && row.lo <= lo && hi <= row.hi) {
           rows[p * kc + k] = row.src + (lo - row.lo);

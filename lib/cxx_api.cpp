@@ -52,8 +52,7 @@ void meanpool_backward(const PoolDims& dims, const float* dy, float* dx) {
   throw_if_error(detail::pool_backward(detail::PoolOp::Mean, &params, 0.0f, nullptr, nullptr, dy, dx));
 }
 
-void lpnormpool_backward(const PoolDims& dims, float p, const float* x, const float* y, const float* dy,
-                                        float* dx) {
+void lpnormpool_backward(const PoolDims& dims, float p, const float* x, const float* y, const float* dy, float* dx) {
   const convjit_pool_params params = dims.to_c();
   throw_if_error(detail::pool_backward(detail::PoolOp::LpNorm, &params, p, x, y, dy, dx));
 }
@@ -65,6 +64,8 @@ void set_num_threads(int num_threads) {
   detail::set_thread_count(num_threads);
 }
 
-int num_threads() { return detail::thread_count(); }
+int num_threads() {
+  return detail::thread_count();
+}
 
 }  // namespace convjit

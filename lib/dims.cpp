@@ -1,16 +1,21 @@
 // The C++ dims types: conversions to the C structs (the one validated representation) and the
 // size queries, which throw like the rest of the C++ API.
+#include "convjit/dims.hpp"
+
 #include <algorithm>
 
-#include "convjit/dims.hpp"
 #include "convjit/error.hpp"
 #include "lib/geometry.hpp"
 
 namespace convjit {
 namespace {
 
-void copy_extent(const Extent& from, int64_t to[3]) { std::copy(from.begin(), from.end(), to); }
-Extent to_extent(const int64_t from[3]) { return {from[0], from[1], from[2]}; }
+void copy_extent(const Extent& from, int64_t to[3]) {
+  std::copy(from.begin(), from.end(), to);
+}
+Extent to_extent(const int64_t from[3]) {
+  return {from[0], from[1], from[2]};
+}
 
 detail::ConvGeometry conv_geometry_or_throw(const ConvDims& dims) {
   detail::ConvGeometry g;
@@ -72,7 +77,9 @@ ConvDims ConvDims::from_c(const convjit_conv_params& p) {
   return d;
 }
 
-Extent ConvDims::output_size() const { return public_extent(rank, conv_geometry_or_throw(*this).out); }
+Extent ConvDims::output_size() const {
+  return public_extent(rank, conv_geometry_or_throw(*this).out);
+}
 
 int64_t ConvDims::input_elements() const {
   auto g = conv_geometry_or_throw(*this);
@@ -119,7 +126,9 @@ PoolDims PoolDims::from_c(const convjit_pool_params& p) {
   return d;
 }
 
-Extent PoolDims::output_size() const { return public_extent(rank, pool_geometry_or_throw(*this).out); }
+Extent PoolDims::output_size() const {
+  return public_extent(rank, pool_geometry_or_throw(*this).out);
+}
 
 int64_t PoolDims::input_elements() const {
   auto g = pool_geometry_or_throw(*this);

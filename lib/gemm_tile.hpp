@@ -16,16 +16,16 @@ inline constexpr int kTileRows = 6;
 inline constexpr int kTileCols = 16;
 
 struct GemmTile {
-  int64_t k;                           // reduction length
-  const float* a;                      // A(i, r) = a[i * a_row_stride + r * a_step]
+  int64_t k;       // reduction length
+  const float* a;  // A(i, r) = a[i * a_row_stride + r * a_step]
   int64_t a_row_stride, a_step;
-  const float* b;                      // B(r, j) = b[r * kTileCols + j] when b_rows is null
-  const float* const* b_rows;          // else B(r, j) = b_rows[r][j]; columns >= n are read, ignored
-  float* c;                            // C(i, j) = c[i * c_row_stride + j * c_col_stride]
+  const float* b;              // B(r, j) = b[r * kTileCols + j] when b_rows is null
+  const float* const* b_rows;  // else B(r, j) = b_rows[r][j]; columns >= n are read, ignored
+  float* c;                    // C(i, j) = c[i * c_row_stride + j * c_col_stride]
   int64_t c_row_stride, c_col_stride;
-  int rows, cols;                      // valid m and n
-  bool accumulate;                     // C += A*B instead of C = A*B
-  const float* bias;                   // per row, or null
+  int rows, cols;     // valid m and n
+  bool accumulate;    // C += A*B instead of C = A*B
+  const float* bias;  // per row, or null
   bool relu;
 };
 

@@ -80,7 +80,9 @@ void tile(const GemmTile& t) {
 
 }  // namespace
 
-bool supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool supported() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 
 template <bool IndirectB>
 void dispatch_rows(const GemmTile& t) {
@@ -94,6 +96,8 @@ void dispatch_rows(const GemmTile& t) {
   }
 }
 
-void gemm_tile(const GemmTile& t) { return t.b_rows ? dispatch_rows<true>(t) : dispatch_rows<false>(t); }
+void gemm_tile(const GemmTile& t) {
+  return t.b_rows ? dispatch_rows<true>(t) : dispatch_rows<false>(t);
+}
 
 }  // namespace convjit::detail::avx2

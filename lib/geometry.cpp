@@ -5,7 +5,9 @@
 namespace convjit::detail {
 namespace {
 
-std::string field(const char* name, int dim) { return std::string(name) + "[" + std::to_string(dim) + "]"; }
+std::string field(const char* name, int dim) {
+  return std::string(name) + "[" + std::to_string(dim) + "]";
+}
 
 // `dim` < 0 names a scalar field; the message is built only on failure (this runs every call).
 Status expect_at_least(const char* name, int dim, int64_t value, int64_t minimum) {
@@ -52,9 +54,10 @@ Status window_output_size(int dim, const char* extent_name, int64_t in, int64_t 
                            ", overflows int64");
   }
   if (padded - span - 1 < 0) {
-    return Status::invalid("output size of spatial dim " + std::to_string(dim) + " < 1: padded input " + std::to_string(padded) +
-                           " is smaller than the dilated " + extent_name + " " + std::to_string(span + 1) +
-                           " (in_size + pad_begin + pad_end must be >= dilation*(" + extent_name + "-1)+1)");
+    return Status::invalid("output size of spatial dim " + std::to_string(dim) + " < 1: padded input " +
+                           std::to_string(padded) + " is smaller than the dilated " + extent_name + " " +
+                           std::to_string(span + 1) + " (in_size + pad_begin + pad_end must be >= dilation*(" +
+                           extent_name + "-1)+1)");
   }
   *out = (padded - span - 1) / stride + 1;
   return Status::success();
@@ -85,9 +88,9 @@ Status make_conv_geometry(const convjit_conv_params& p, ConvGeometry* g) {
   CONVJIT_RETURN_IF_ERROR(expect_at_least("out_channels", -1, p.out_channels, 1));
   CONVJIT_RETURN_IF_ERROR(expect_at_least("groups", -1, p.groups, 1));
   if (p.in_channels % p.groups != 0 || p.out_channels % p.groups != 0) {
-    return Status::invalid("in_channels = " + std::to_string(p.in_channels) + " and out_channels = " +
-                           std::to_string(p.out_channels) + " must both be divisible by groups = " +
-                           std::to_string(p.groups));
+    return Status::invalid("in_channels = " + std::to_string(p.in_channels) +
+                           " and out_channels = " + std::to_string(p.out_channels) +
+                           " must both be divisible by groups = " + std::to_string(p.groups));
   }
   ConvGeometry r{};
   r.layout = p.layout;

@@ -12,8 +12,12 @@
 
 namespace convjit::detail {
 
-inline int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+inline int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return -floor_div(-a, b);
+}
 
 // Input coordinate of tap index t (0..kernel-1) at output position o in one spatial dim.
 inline int64_t input_coordinate(const convjit_conv_problem& g, int dim, int64_t o, int64_t t) {

@@ -8,7 +8,9 @@
 
 namespace convjit::detail {
 
-std::string perf_map_path() { return "/tmp/perf-" + std::to_string(getpid()) + ".map"; }
+std::string perf_map_path() {
+  return "/tmp/perf-" + std::to_string(getpid()) + ".map";
+}
 
 void append_to_perf_map(const void* address, size_t size, const std::string& name) {
   static std::mutex mutex;  // one line at a time, from any runtime's compiles

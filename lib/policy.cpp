@@ -36,11 +36,16 @@ Policy Policy::from_environment() {
   Policy p;
   if (const char* backend = std::getenv("CONVJIT_BACKEND"); backend && *backend) {
     const std::string b = backend;
-    if (b == "auto") p.backend = Backend::Auto;
-    else if (b == "xbyak") p.backend = Backend::Xbyak;
-    else if (b == "llvm") p.backend = Backend::Llvm;
-    else if (b == "none") p.backend = Backend::None;
-    else std::fprintf(stderr, "convjit: ignoring CONVJIT_BACKEND=%s (expects auto, xbyak, llvm or none)\n", backend);
+    if (b == "auto")
+      p.backend = Backend::Auto;
+    else if (b == "xbyak")
+      p.backend = Backend::Xbyak;
+    else if (b == "llvm")
+      p.backend = Backend::Llvm;
+    else if (b == "none")
+      p.backend = Backend::None;
+    else
+      std::fprintf(stderr, "convjit: ignoring CONVJIT_BACKEND=%s (expects auto, xbyak, llvm or none)\n", backend);
   }
   parse_int("CONVJIT_HOT_THRESHOLD", 0, &p.hot_threshold);
   parse_bool("CONVJIT_ASYNC", &p.async);

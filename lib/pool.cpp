@@ -73,7 +73,8 @@ void for_each_output(const PoolGeometry& g, Body&& body) {
     for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
       for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
         for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
-          const int64_t y_offset = n * g.y.batch + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1] + o[2] * g.y.spatial[2];
+          const int64_t y_offset =
+              n * g.y.batch + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1] + o[2] * g.y.spatial[2];
           body.pixel(n, c0, c1, y_offset, clip_window(g, o));
         }
       }
@@ -81,7 +82,9 @@ void for_each_output(const PoolGeometry& g, Body&& body) {
   });
 }
 
-float lp_root(float sum, float p) { return p == 1.0f ? sum : p == 2.0f ? std::sqrt(sum) : std::pow(sum, 1.0f / p); }
+float lp_root(float sum, float p) {
+  return p == 1.0f ? sum : p == 2.0f ? std::sqrt(sum) : std::pow(sum, 1.0f / p);
+}
 float lp_power(float magnitude, float p) {
   return p == 1.0f ? magnitude : p == 2.0f ? magnitude * magnitude : std::pow(magnitude, p);
 }

@@ -14,11 +14,11 @@
 #include "lib/conv_forward.hpp"
 #include "lib/describe.hpp"
 #include "lib/ops_internal.hpp"
-#include "lib/runtime_impl.hpp"
 #include "lib/perf_map.hpp"
+#include "lib/runtime_impl.hpp"
 #include "lib/stats_json.hpp"
-#include "lib/warm_start.hpp"
 #include "lib/threads.hpp"
+#include "lib/warm_start.hpp"
 
 namespace convjit {
 namespace {
@@ -80,7 +80,7 @@ void Runtime::Impl::start_warm() {
     bool inserted = false;
     ConfigSlot& slot = table_.find_or_insert(id, c.params, c.activation, c.has_bias, &inserted);
     const jit::SpecKey key = jit::make_spec_key(g, c.params.rank, c.activation == CONVJIT_ACT_RELU, jit::Isa::Avx2Fma,
-                                               policy.specialize_sizes);
+                                                policy.specialize_sizes);
     warm_pending_.fetch_add(1);
     request_compile(slot, id, key, /*warm=*/true);
   }
@@ -195,8 +195,8 @@ void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& re
   slot.details->failure = reason;
   if (policy.verbose) {
     const ConfigSlot::Details& d = *slot.details;
-    std::fprintf(stderr, "convjit: stays generic: %s: %s\n", detail::describe_conv(d.params, d.activation, d.has_bias).c_str(),
-                 reason.c_str());
+    std::fprintf(stderr, "convjit: stays generic: %s: %s\n",
+                 detail::describe_conv(d.params, d.activation, d.has_bias).c_str(), reason.c_str());
   }
 }
 
@@ -283,11 +283,11 @@ void Runtime::Impl::compile(const CompileRequest& request) {
         slot.state.store(int(SlotState::Failed), std::memory_order_release);
       }
       if (policy.verbose) {
-        const std::string what = detail::describe_conv(slot.details->params, slot.details->activation, slot.details->has_bias);
+        const std::string what =
+            detail::describe_conv(slot.details->params, slot.details->activation, slot.details->has_bias);
         if (kernel) {
-          std::fprintf(stderr, "convjit: %s %s (%s, %zu bytes, %.1f us) for %s\n",
-                       compiled_now ? "compiled" : "reused", kernel->name.c_str(), backend_->name(),
-                       kernel->code_bytes, compile_us, what.c_str());
+          std::fprintf(stderr, "convjit: %s %s (%s, %zu bytes, %.1f us) for %s\n", compiled_now ? "compiled" : "reused",
+                       kernel->name.c_str(), backend_->name(), kernel->code_bytes, compile_us, what.c_str());
         } else {
           std::fprintf(stderr, "convjit: compile failed for %s: %s (stays generic)\n", what.c_str(), failure.c_str());
         }
@@ -416,8 +416,14 @@ void Runtime::conv_backward_data(const ConvDims& dims, const float* dy, const fl
   if (!status.ok()) throw Error(status.code, status.message);
 }
 
-const Policy& Runtime::policy() const { return impl_->policy; }
-RuntimeStats Runtime::stats() const { return impl_->stats(); }
-void Runtime::wait_for_compiles() { impl_->wait_for_compiles(); }
+const Policy& Runtime::policy() const {
+  return impl_->policy;
+}
+RuntimeStats Runtime::stats() const {
+  return impl_->stats();
+}
+void Runtime::wait_for_compiles() {
+  impl_->wait_for_compiles();
+}
 
 }  // namespace convjit

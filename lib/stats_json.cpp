@@ -67,9 +67,9 @@ std::string stats_to_json(const RuntimeStats& s, const Policy& p) {
   j += "  \"backend_unavailable_reason\": " + quoted(s.backend_unavailable_reason) + ",\n";
   j += "  \"totals\": {\"configurations\": " + std::to_string(s.configurations.size()) +
        ", \"calls_generic\": " + std::to_string(calls_generic) + ", \"calls_jit\": " + std::to_string(calls_jit) +
-       ", \"compiles\": " + std::to_string(s.compiles) + ", \"compile_failures\": " + std::to_string(s.compile_failures) +
-       ", \"kernels\": " + std::to_string(s.kernels) + ", \"code_bytes\": " + std::to_string(s.code_bytes) +
-       ", \"evictions\": " + std::to_string(s.evictions) + "},\n";
+       ", \"compiles\": " + std::to_string(s.compiles) +
+       ", \"compile_failures\": " + std::to_string(s.compile_failures) + ", \"kernels\": " + std::to_string(s.kernels) +
+       ", \"code_bytes\": " + std::to_string(s.code_bytes) + ", \"evictions\": " + std::to_string(s.evictions) + "},\n";
   j += "  \"configurations\": [";
   for (size_t i = 0; i < s.configurations.size(); ++i) {
     const ConfigStats& c = s.configurations[i];
@@ -87,10 +87,11 @@ std::string stats_to_json(const RuntimeStats& s, const Policy& p) {
          ", \"bias\": " + (c.has_bias ? "true" : "false") +
          ", \"calls\": {\"generic\": " + std::to_string(c.calls_generic) + ", \"jit\": " + std::to_string(c.calls_jit) +
          "}, \"mean_ns\": {\"generic\": " + number(c.mean_ns_generic) + ", \"jit\": " + number(c.mean_ns_jit) +
-         "}, \"state\": " + quoted(c.state) + ", \"jit_kernel\": " + quoted(c.kernel) + ", \"backend\": " + quoted(c.backend) +
-         ", \"compile_us\": " + number(c.compile_us) + ", \"code_bytes\": " + std::to_string(c.code_bytes) +
-         ", \"reason\": " + quoted(c.failure) + ", \"timeline_us\": {\"first_call\": " + number(c.first_call_us) +
-         ", \"hot\": " + number(c.hot_us) + ", \"kernel\": " + number(c.kernel_us) + "}}";
+         "}, \"state\": " + quoted(c.state) + ", \"jit_kernel\": " + quoted(c.kernel) +
+         ", \"backend\": " + quoted(c.backend) + ", \"compile_us\": " + number(c.compile_us) +
+         ", \"code_bytes\": " + std::to_string(c.code_bytes) + ", \"reason\": " + quoted(c.failure) +
+         ", \"timeline_us\": {\"first_call\": " + number(c.first_call_us) + ", \"hot\": " + number(c.hot_us) +
+         ", \"kernel\": " + number(c.kernel_us) + "}}";
   }
   j += s.configurations.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return j;

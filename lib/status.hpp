@@ -17,10 +17,10 @@ struct Status {
   static Status invalid(std::string message) { return {CONVJIT_EINVAL, std::move(message)}; }
 };
 
-#define CONVJIT_RETURN_IF_ERROR(expr)        \
-  do {                                       \
+#define CONVJIT_RETURN_IF_ERROR(expr)           \
+  do {                                          \
     ::convjit::detail::Status status_ = (expr); \
-    if (!status_.ok()) return status_;       \
+    if (!status_.ok()) return status_;          \
   } while (0)
 
 }  // namespace convjit::detail

@@ -35,7 +35,9 @@ int thread_count() {
   return n;
 }
 
-void set_thread_count(int threads) { configured_threads.store(threads > 0 ? threads : default_thread_count()); }
+void set_thread_count(int threads) {
+  configured_threads.store(threads > 0 ? threads : default_thread_count());
+}
 
 namespace {
 

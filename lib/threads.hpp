@@ -8,8 +8,8 @@
 
 namespace convjit::detail {
 
-int thread_count();                   // the setting in force (>= 1)
-void set_thread_count(int threads);   // 0 = default: CONVJIT_NUM_THREADS, else OpenMP's
+int thread_count();                  // the setting in force (>= 1)
+void set_thread_count(int threads);  // 0 = default: CONVJIT_NUM_THREADS, else OpenMP's
 
 // Below this much work (in flops or element visits) a call runs on one thread.
 inline constexpr double kParallelWorkThreshold = 2e5;

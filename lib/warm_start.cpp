@@ -10,7 +10,9 @@ constexpr const char* kHeader = "convjit-hot-configurations 1";
 
 }  // namespace
 
-std::string hot_configurations_path(const std::string& dir) { return dir + "/hot-configurations"; }
+std::string hot_configurations_path(const std::string& dir) {
+  return dir + "/hot-configurations";
+}
 
 std::vector<HotConfiguration> load_hot_configurations(const std::string& dir) {
   std::vector<HotConfiguration> out;

@@ -3,11 +3,10 @@
 // and where the time goes per layer.
 //
 //   convjit-workload [--threads N] [--steps N] [--shapes PATH] [--no-shapes]
-#include <convjit/convjit.hpp>
-#include <convjit/runtime.hpp>
-
 #include <algorithm>
 #include <chrono>
+#include <convjit/convjit.hpp>
+#include <convjit/runtime.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,14 +16,16 @@
 #include <vector>
 
 #include "seed_network.hpp"
-#include "tier_table.hpp"
 #include "shapes.hpp"
+#include "tier_table.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 // Median seconds per call of fn over `repeats` timed runs.
 double median_seconds(int repeats, const std::function<void()>& fn) {
@@ -95,12 +96,10 @@ void run_seed_network(const Options& options) {
     const double f = median_seconds(options.steps, [&] {
       convjit::conv_forward(l.dims, input, l.w.data(), l.b.data(), convjit::Activation::Relu, l.y.data());
     });
-    const double bd = median_seconds(options.steps, [&] {
-      convjit::conv_backward_data(l.dims, l.dy.data(), l.w.data(), dx.data());
-    });
-    const double bf = median_seconds(options.steps, [&] {
-      convjit::conv_backward_filter(l.dims, input, l.dy.data(), l.dw.data());
-    });
+    const double bd =
+        median_seconds(options.steps, [&] { convjit::conv_backward_data(l.dims, l.dy.data(), l.w.data(), dx.data()); });
+    const double bf =
+        median_seconds(options.steps, [&] { convjit::conv_backward_filter(l.dims, input, l.dy.data(), l.dw.data()); });
     char shape[64];
     std::snprintf(shape, sizeof shape, "3x3 %lld->%lld %lldx%lld", (long long)l.dims.in_channels,
                   (long long)l.dims.out_channels, (long long)l.dims.in_size[0], (long long)l.dims.in_size[1]);

@@ -85,7 +85,9 @@ std::vector<uint8_t> read_idx_labels(const std::string& path) {
   std::vector<uint8_t> labels(size_t(count), 0);
   file.read(labels.data(), count, "the labels");
   for (int64_t i = 0; i < count; ++i) {
-    if (labels[size_t(i)] > 9) file.fail("label " + std::to_string(labels[size_t(i)]) + " at index " + std::to_string(i) + " is not a class 0-9");
+    if (labels[size_t(i)] > 9)
+      file.fail("label " + std::to_string(labels[size_t(i)]) + " at index " + std::to_string(i) +
+                " is not a class 0-9");
   }
   return labels;
 }

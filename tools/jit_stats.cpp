@@ -4,11 +4,10 @@
 //   jit-stats show FILE [--json | --csv]
 //   jit-stats diff A B
 //   jit-stats run seed|shapes [--backend B] [--threshold N] [--threads T] [--shapes PATH]
-#include <convjit/convjit.hpp>
-#include <convjit/runtime.hpp>
-
 #include <algorithm>
 #include <chrono>
+#include <convjit/convjit.hpp>
+#include <convjit/runtime.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -62,7 +61,8 @@ std::string shape_of(const json& c) {
   s += " p" + (pb == pe ? pb : pb + "/" + pe);
   const json& d = c.at("dilation");
   if (std::any_of(d.begin(), d.end(), [](const json& v) { return v.get<int64_t>() != 1; })) s += " d" + joined(d);
-  s += " " + std::to_string(c.at("in_channels").get<int64_t>()) + "->" + std::to_string(c.at("out_channels").get<int64_t>());
+  s += " " + std::to_string(c.at("in_channels").get<int64_t>()) + "->" +
+       std::to_string(c.at("out_channels").get<int64_t>());
   if (c.at("groups").get<int64_t>() != 1) s += " g" + std::to_string(c.at("groups").get<int64_t>());
   s += " " + joined(c.at("in_size")) + " n" + std::to_string(c.at("batch").get<int64_t>());
   if (c.at("layout") == "nhwc") s += " nhwc";
@@ -131,28 +131,31 @@ void print_table(const json& stats) {
   std::printf("backend %s%s%s, hot threshold %lld\n", stats.at("backend").get<std::string>().c_str(),
               stats.at("backend_unavailable_reason").get<std::string>().empty() ? "" : ": ",
               stats.at("backend_unavailable_reason").get<std::string>().c_str(), (long long)threshold);
-  std::printf("%-40s %8s %8s %11s %11s %8s %10s %7s  %s\n", "configuration", "generic", "jit", "generic us",
-              "jit us", "speedup", "compile us", "bytes", "tier");
+  std::printf("%-40s %8s %8s %11s %11s %8s %10s %7s  %s\n", "configuration", "generic", "jit", "generic us", "jit us",
+              "speedup", "compile us", "bytes", "tier");
   double total_us = 0;
   int64_t generic = 0, jit = 0;
   for (const Row& r : rows) {
-    std::printf("%-40s %8lld %8lld %11.1f %11.1f %7.2fx %10.1f %7lld  %s\n", r.shape.c_str(), (long long)r.calls_generic,
-                (long long)r.calls_jit, r.ns_generic * 1e-3, r.ns_jit * 1e-3, r.speedup(), r.compile_us,
-                (long long)r.code_bytes, tier_note(r, threshold).c_str());
+    std::printf("%-40s %8lld %8lld %11.1f %11.1f %7.2fx %10.1f %7lld  %s\n", r.shape.c_str(),
+                (long long)r.calls_generic, (long long)r.calls_jit, r.ns_generic * 1e-3, r.ns_jit * 1e-3, r.speedup(),
+                r.compile_us, (long long)r.code_bytes, tier_note(r, threshold).c_str());
     total_us += r.time_spent_us();
     generic += r.calls_generic;
     jit += r.calls_jit;
   }
   const json& t = stats.at("totals");
-  std::printf("total: %zu configurations, %lld generic + %lld jit calls, %.1f ms spent (sampled), %lld kernels "
-              "(%lld bytes), %lld compile failures, %lld evictions\n",
-              rows.size(), (long long)generic, (long long)jit, total_us * 1e-3, (long long)t.at("kernels").get<int64_t>(),
-              (long long)t.at("code_bytes").get<int64_t>(), (long long)t.at("compile_failures").get<int64_t>(),
-              (long long)t.at("evictions").get<int64_t>());
+  std::printf(
+      "total: %zu configurations, %lld generic + %lld jit calls, %.1f ms spent (sampled), %lld kernels "
+      "(%lld bytes), %lld compile failures, %lld evictions\n",
+      rows.size(), (long long)generic, (long long)jit, total_us * 1e-3, (long long)t.at("kernels").get<int64_t>(),
+      (long long)t.at("code_bytes").get<int64_t>(), (long long)t.at("compile_failures").get<int64_t>(),
+      (long long)t.at("evictions").get<int64_t>());
 }
 
 void print_csv(const json& stats) {
-  std::printf("configuration,state,calls_generic,calls_jit,mean_us_generic,mean_us_jit,speedup,compile_us,code_bytes,kernel,reason\n");
+  std::printf(
+      "configuration,state,calls_generic,calls_jit,mean_us_generic,mean_us_jit,speedup,compile_us,code_bytes,kernel,"
+      "reason\n");
   for (const Row& r : rows_of(stats)) {
     std::printf("\"%s\",%s,%lld,%lld,%.3f,%.3f,%.3f,%.1f,%lld,%s,\"%s\"\n", r.shape.c_str(), r.state.c_str(),
                 (long long)r.calls_generic, (long long)r.calls_jit, r.ns_generic * 1e-3, r.ns_jit * 1e-3, r.speedup(),
@@ -174,16 +177,23 @@ void print_timeline(const json& stats) {
 int show(const std::vector<std::string>& args) {
   std::string path, format = "table";
   for (const std::string& a : args) {
-    if (a == "--json" || a == "--csv") format = a.substr(2);
-    else if (a.rfind("--", 0) == 0) throw UsageError("unknown option " + a);
-    else if (path.empty()) path = a;
-    else throw UsageError("show takes one file");
+    if (a == "--json" || a == "--csv")
+      format = a.substr(2);
+    else if (a.rfind("--", 0) == 0)
+      throw UsageError("unknown option " + a);
+    else if (path.empty())
+      path = a;
+    else
+      throw UsageError("show takes one file");
   }
   if (path.empty()) throw UsageError("show needs a stats file");
   const json stats = load_stats(path);
-  if (format == "json") std::printf("%s\n", stats.dump(2).c_str());
-  else if (format == "csv") print_csv(stats);
-  else print_table(stats);
+  if (format == "json")
+    std::printf("%s\n", stats.dump(2).c_str());
+  else if (format == "csv")
+    print_csv(stats);
+  else
+    print_table(stats);
   return 0;
 }
 
@@ -196,8 +206,8 @@ int diff(const std::vector<std::string>& args) {
   for (const Row& r : rows_b) matched[r.shape].second = &r;
   std::printf("A: %s (backend %s)\nB: %s (backend %s)\n", args[0].c_str(), a.at("backend").get<std::string>().c_str(),
               args[1].c_str(), b.at("backend").get<std::string>().c_str());
-  std::printf("%-40s %12s %12s %12s %12s %8s\n", "configuration", "A calls g/j", "B calls g/j", "A best us", "B best us",
-              "B vs A");
+  std::printf("%-40s %12s %12s %12s %12s %8s\n", "configuration", "A calls g/j", "B calls g/j", "A best us",
+              "B best us", "B vs A");
   auto best = [](const Row* r) {  // mean time per call on the tier it ended on
     if (!r) return 0.0;
     return (r->calls_jit > 0 && r->ns_jit > 0 ? r->ns_jit : r->ns_generic) * 1e-3;
@@ -260,14 +270,21 @@ int run(const std::vector<std::string>& args) {
   for (size_t i = 1; i < args.size(); ++i) {
     if (i + 1 >= args.size()) throw UsageError("missing value for " + args[i]);
     const std::string& value = args[++i];
-    if (args[i - 1] == "--backend") setenv("CONVJIT_BACKEND", value.c_str(), 1);
-    else if (args[i - 1] == "--threshold") setenv("CONVJIT_HOT_THRESHOLD", value.c_str(), 1);
-    else if (args[i - 1] == "--threads") setenv("CONVJIT_NUM_THREADS", value.c_str(), 1);
-    else if (args[i - 1] == "--shapes") shapes_path = value;
-    else throw UsageError("unknown option " + args[i - 1]);
+    if (args[i - 1] == "--backend")
+      setenv("CONVJIT_BACKEND", value.c_str(), 1);
+    else if (args[i - 1] == "--threshold")
+      setenv("CONVJIT_HOT_THRESHOLD", value.c_str(), 1);
+    else if (args[i - 1] == "--threads")
+      setenv("CONVJIT_NUM_THREADS", value.c_str(), 1);
+    else if (args[i - 1] == "--shapes")
+      shapes_path = value;
+    else
+      throw UsageError("unknown option " + args[i - 1]);
   }
-  if (workload == "seed") run_seed();
-  else run_shapes(shapes_path);
+  if (workload == "seed")
+    run_seed();
+  else
+    run_shapes(shapes_path);
   convjit::Runtime& runtime = convjit::Runtime::process_default();
   runtime.wait_for_compiles();
   const std::string path = "/tmp/jit-stats-run-" + std::to_string(getpid()) + ".json";

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <convjit/convjit.hpp>
-
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -14,7 +13,7 @@ namespace seednet {
 
 struct ConvLayer {
   convjit::ConvDims dims;
-  std::vector<float> w, b, y;    // weights, bias, relu output
+  std::vector<float> w, b, y;     // weights, bias, relu output
   std::vector<float> dw, db, dy;  // gradients; dy is d(loss)/d(pre-activation)
 };
 

@@ -3,13 +3,13 @@
 //
 //   seednet [--data DIR] [--epochs N] [--batch N] [--optimizer adam|sgd] [--lr X] [--threads N]
 //           [--limit N] [--seed N] [--log-every N] [--loss-trace FILE]
-#include <convjit/convjit.hpp>
-#include <convjit/runtime.hpp>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <convjit/convjit.hpp>
+#include <convjit/runtime.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -23,7 +23,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 struct Options {
   std::string data = "/usr/share/datasets/fashion-mnist";
@@ -74,17 +76,28 @@ bool parse(int argc, char** argv, Options* o, std::string* error) {
       if (*end != '\0' || !(v >= minimum)) *error = "bad value for " + arg + ": " + value;
       return v;
     };
-    if (arg == "--data") o->data = value;
-    else if (arg == "--epochs") o->epochs = int(number(1));
-    else if (arg == "--batch") o->batch = int(number(1));
-    else if (arg == "--optimizer") o->optimizer = value;
-    else if (arg == "--lr") o->lr = number(1e-12);
-    else if (arg == "--threads") o->threads = int(number(0));
-    else if (arg == "--limit") o->limit = int64_t(number(0));
-    else if (arg == "--seed") o->seed = uint32_t(number(0));
-    else if (arg == "--log-every") o->log_every = int(number(1));
-    else if (arg == "--loss-trace") o->loss_trace = value;
-    else *error = "unknown option " + arg;
+    if (arg == "--data")
+      o->data = value;
+    else if (arg == "--epochs")
+      o->epochs = int(number(1));
+    else if (arg == "--batch")
+      o->batch = int(number(1));
+    else if (arg == "--optimizer")
+      o->optimizer = value;
+    else if (arg == "--lr")
+      o->lr = number(1e-12);
+    else if (arg == "--threads")
+      o->threads = int(number(0));
+    else if (arg == "--limit")
+      o->limit = int64_t(number(0));
+    else if (arg == "--seed")
+      o->seed = uint32_t(number(0));
+    else if (arg == "--log-every")
+      o->log_every = int(number(1));
+    else if (arg == "--loss-trace")
+      o->loss_trace = value;
+    else
+      *error = "unknown option " + arg;
     if (!error->empty()) return false;
   }
   if (o->optimizer != "adam" && o->optimizer != "sgd") *error = "unknown optimizer " + o->optimizer;
@@ -129,7 +142,8 @@ Dataset load(const std::string& dir, const std::string& split, int64_t limit) {
 // Adam (Kingma & Ba) or SGD with momentum 0.9, over every parameter of the network.
 class Optimizer {
  public:
-  Optimizer(seednet::SeedNetwork& net, const Options& o) : params_(net.parameters()), adam_(o.optimizer == "adam"), lr_(float(o.lr)) {
+  Optimizer(seednet::SeedNetwork& net, const Options& o)
+      : params_(net.parameters()), adam_(o.optimizer == "adam"), lr_(float(o.lr)) {
     for (auto& p : params_) {
       first_.emplace_back(p.value->size(), 0.0f);
       second_.emplace_back(p.value->size(), 0.0f);
@@ -191,8 +205,8 @@ int run(const Options& o) {
   const Dataset test = load(o.data, "t10k", 0);
   const convjit::Policy& policy = convjit::Runtime::process_default().policy();
   std::printf("seednet: %lld training / %lld test images, batch %d, %s lr %g, %d thread(s), hot threshold %lld\n",
-              (long long)train.count, (long long)test.count, o.batch, o.optimizer.c_str(), o.lr,
-              convjit::num_threads(), (long long)policy.hot_threshold);
+              (long long)train.count, (long long)test.count, o.batch, o.optimizer.c_str(), o.lr, convjit::num_threads(),
+              (long long)policy.hot_threshold);
 
   seednet::SeedNetwork net(o.batch, o.seed);
   Optimizer optimizer(net, o);
@@ -240,9 +254,9 @@ int run(const Options& o) {
         const int window = int((step % o.log_every) + 1);
         if (terminal) {
           const int width = 30, filled = int(width * (step + 1) / steps);
-          std::printf("\repoch %d [%s%s] %5.1f%%  loss %.4f  %7.0f images/s", epoch, std::string(size_t(filled), '#').c_str(),
-                      std::string(size_t(width - filled), '.').c_str(), 100.0 * double(step + 1) / double(steps),
-                      window_loss / window, rate);
+          std::printf("\repoch %d [%s%s] %5.1f%%  loss %.4f  %7.0f images/s", epoch,
+                      std::string(size_t(filled), '#').c_str(), std::string(size_t(width - filled), '.').c_str(),
+                      100.0 * double(step + 1) / double(steps), window_loss / window, rate);
           std::fflush(stdout);
         } else {
           std::printf("epoch %d step %lld/%lld  loss %.4f  %.0f images/s\n", epoch, (long long)(step + 1),

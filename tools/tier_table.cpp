@@ -22,7 +22,8 @@ void print_tier_table(convjit::Runtime& runtime) {
     const double speedup = c.mean_ns_jit > 0 && c.mean_ns_generic > 0 ? c.mean_ns_generic / c.mean_ns_jit : 0;
     std::printf("  %-34s %7lld %7lld %11.1f %11.1f %7.2fx %7.1fus  %s%s\n", shape, (long long)c.calls_generic,
                 (long long)c.calls_jit, c.mean_ns_generic * 1e-3, c.mean_ns_jit * 1e-3, speedup, c.compile_us,
-                c.kernel.empty() ? c.state.c_str() : c.kernel.c_str(), c.failure.empty() ? "" : (": " + c.failure).c_str());
+                c.kernel.empty() ? c.state.c_str() : c.kernel.c_str(),
+                c.failure.empty() ? "" : (": " + c.failure).c_str());
   }
 }
 

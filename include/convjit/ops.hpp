@@ -8,8 +8,8 @@
 namespace convjit {
 
 // y = activation(conv(x, w) + bias); bias (length out_channels) may be null.
-CONVJIT_PUBLIC void conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias, Activation activation,
-                  float* y);
+CONVJIT_PUBLIC void conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias,
+                                 Activation activation, float* y);
 inline void conv_forward(const ConvDims& dims, const float* x, const float* w, float* y) {
   conv_forward(dims, x, w, nullptr, Activation::Identity, y);
 }
@@ -23,7 +23,8 @@ CONVJIT_PUBLIC void meanpool_forward(const PoolDims& dims, const float* x, float
 CONVJIT_PUBLIC void lpnormpool_forward(const PoolDims& dims, float p, const float* x, float* y);
 CONVJIT_PUBLIC void maxpool_backward(const PoolDims& dims, const float* x, const float* y, const float* dy, float* dx);
 CONVJIT_PUBLIC void meanpool_backward(const PoolDims& dims, const float* dy, float* dx);
-CONVJIT_PUBLIC void lpnormpool_backward(const PoolDims& dims, float p, const float* x, const float* y, const float* dy, float* dx);
+CONVJIT_PUBLIC void lpnormpool_backward(const PoolDims& dims, float p, const float* x, const float* y, const float* dy,
+                                        float* dx);
 
 // Threads used by later calls; 0 restores the default (CONVJIT_NUM_THREADS, else OpenMP's).
 CONVJIT_PUBLIC void set_num_threads(int num_threads);

@@ -22,19 +22,19 @@ namespace convjit {
 enum class Backend : int32_t { Auto = 0, Xbyak = 1, Llvm = 2, None = 3 };
 
 struct CONVJIT_PUBLIC Policy {
-  Backend backend = Backend::Auto;  // Auto: the best available on this host
-  int64_t hot_threshold = 2;        // calls before a configuration is compiled; 0 or 1: on first sight
-  bool async = true;                // compile on a background thread; false: in the calling thread
-  int num_threads = 0;              // 0: the process setting (convjit::set_num_threads)
-  bool verbose = false;             // one line per compile and per first call of a configuration
-  bool specialize_sizes = false;    // also specialize on channel counts and spatial sizes
-  bool decline_slower = true;       // keep generic the configurations a backend expects to lose on;
-                                    // false compiles every hot one (tests use it for coverage)
-  int64_t max_configurations = 4096;       // detector table size; cold configurations age out
-  int64_t code_budget_bytes = 64 << 20;    // compiled code beyond this is refused (stays generic)
-  bool perf_map = false;            // append every emitted kernel to /tmp/perf-PID.map for `perf report`
-  std::string cache_dir;            // warm start: save the hot configurations here when the runtime
-                                    // ends, compile them in the background when the next one starts
+  Backend backend = Backend::Auto;       // Auto: the best available on this host
+  int64_t hot_threshold = 2;             // calls before a configuration is compiled; 0 or 1: on first sight
+  bool async = true;                     // compile on a background thread; false: in the calling thread
+  int num_threads = 0;                   // 0: the process setting (convjit::set_num_threads)
+  bool verbose = false;                  // one line per compile and per first call of a configuration
+  bool specialize_sizes = false;         // also specialize on channel counts and spatial sizes
+  bool decline_slower = true;            // keep generic the configurations a backend expects to lose on;
+                                         // false compiles every hot one (tests use it for coverage)
+  int64_t max_configurations = 4096;     // detector table size; cold configurations age out
+  int64_t code_budget_bytes = 64 << 20;  // compiled code beyond this is refused (stays generic)
+  bool perf_map = false;                 // append every emitted kernel to /tmp/perf-PID.map for `perf report`
+  std::string cache_dir;                 // warm start: save the hot configurations here when the runtime
+                                         // ends, compile them in the background when the next one starts
 
   static Policy from_environment();  // defaults overridden by the CONVJIT_* variables
 };
@@ -46,10 +46,10 @@ struct ConfigStats {
   bool has_bias = false;
   int64_t calls_generic = 0, calls_jit = 0;
   double mean_ns_generic = 0, mean_ns_jit = 0;  // sampled
-  std::string state;     // "cold", "queued", "jit", "failed", "declined" (the generic tier is faster)
-  std::string kernel;    // specialized kernel name, once compiled
+  std::string state;   // "cold", "queued", "jit", "failed", "declined" (the generic tier is faster)
+  std::string kernel;  // specialized kernel name, once compiled
   std::string backend;
-  std::string failure;   // why the compile failed or was declined
+  std::string failure;  // why the compile failed or was declined
   double compile_us = 0;
   int64_t code_bytes = 0;
   // Timeline, microseconds since the runtime started; -1: not (yet) happened.
@@ -57,7 +57,7 @@ struct ConfigStats {
 };
 
 struct RuntimeStats {
-  std::string backend;   // in force ("none" when no backend is usable)
+  std::string backend;  // in force ("none" when no backend is usable)
   std::string backend_unavailable_reason;
   std::vector<ConfigStats> configurations;
   int64_t compiles = 0, compile_failures = 0, kernels = 0, code_bytes = 0, evictions = 0;

@@ -1,8 +1,9 @@
 #include "jit/xbyak/conv_fwd_nchw.hpp"
 
+#include <xbyak/xbyak.h>
+
 #include <cstddef>
 #include <memory>
-#include <xbyak/xbyak.h>
 
 #include "jit/xbyak/emit.hpp"
 
@@ -35,9 +36,9 @@ class Generator : public CodeGenerator {
  private:
   // Registers. Arguments first (System V), reused once their fields are read.
   const Reg64 reg_problem = rdi, reg_tile = rsi;
-  const Reg64 reg_x_channel = rdi;  // x of the current input channel, at the block's first pixel
-  const Reg64 reg_x_block = rsi;    // x at the current pixel block, input channel 0
-  const Reg64 reg_w[4] = {r8, r9, r10, r11};  // weight rows of the block's channels
+  const Reg64 reg_x_channel = rdi;             // x of the current input channel, at the block's first pixel
+  const Reg64 reg_x_block = rsi;               // x at the current pixel block, input channel 0
+  const Reg64 reg_w[4] = {r8, r9, r10, r11};   // weight rows of the block's channels
   const Reg64 reg_row = rbx, reg_plane = rdx;  // input row / plane of the current tap
   const Reg64 reg_ic = rcx, reg_pixels_left = rbp, reg_y = r12;
   const Reg64 reg_plane_step = r13, reg_row_step = r14, reg_channel_step = r15;  // view steps, bytes
@@ -75,10 +76,10 @@ class Generator : public CodeGenerator {
       mov(rax, PROBLEM(ic_per_group));
       mov(local(kIcCount), rax);
     }
-    for (auto [from, to] : {std::pair{offsetof(convjit_conv_tile, y), kYBlock},
-                            std::pair{offsetof(convjit_conv_tile, bias), kBiasBlock},
-                            std::pair{offsetof(convjit_conv_tile, oc_count), kOcLeft},
-                            std::pair{offsetof(convjit_conv_tile, pixel_count), kPixels}}) {
+    for (auto [from, to] :
+         {std::pair{offsetof(convjit_conv_tile, y), kYBlock}, std::pair{offsetof(convjit_conv_tile, bias), kBiasBlock},
+          std::pair{offsetof(convjit_conv_tile, oc_count), kOcLeft},
+          std::pair{offsetof(convjit_conv_tile, pixel_count), kPixels}}) {
       mov(rax, qword[reg_tile + from]);
       mov(local(to), rax);
     }
@@ -159,8 +160,10 @@ class Generator : public CodeGenerator {
     // Stride 2: the even elements of 16 consecutive inputs. The last element of the block's last
     // load is an odd input past the segment's last tap, which may lie past the row: masked off.
     vmovups(reg_tmp_a, ptr[reg_row + offset]);
-    if (v == plan_.vectors - 1) vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
-    else vmovups(reg_tmp_b, ptr[reg_row + offset + 32]);
+    if (v == plan_.vectors - 1)
+      vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
+    else
+      vmovups(reg_tmp_b, ptr[reg_row + offset + 32]);
     vshufps(dst, reg_tmp_a, reg_tmp_b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
     vpermpd(dst, dst, 0xD8);                   // a0 a2 a4 a6 b0 b2 b4 b6
   }
@@ -287,7 +290,8 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
   kernel.min_row_pixels = 8 * plan.vectors;
   // One block of at most ~100 bytes per tap and vector, plus the frame.
   const size_t code_size = 4096 + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2] * plan.vectors) * 128;
-  return emit_kernel(key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
+  return emit_kernel(
+      key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak

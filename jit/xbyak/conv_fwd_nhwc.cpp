@@ -1,9 +1,10 @@
 #include "jit/xbyak/conv_fwd_nhwc.hpp"
 
+#include <xbyak/xbyak.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <memory>
-#include <xbyak/xbyak.h>
 
 #include "jit/xbyak/emit.hpp"
 
@@ -40,15 +41,25 @@ class Generator : public CodeGenerator {
 
  private:
   const Reg64 reg_problem = rdi, reg_tile = rsi;
-  const Reg64 reg_x_block = rsi;  // x at the block's first pixel, tap (0,0,0) unflipped
-  const Reg64 reg_weights = r8;   // packed weights of the current k
+  const Reg64 reg_x_block = rsi;                             // x at the block's first pixel, tap (0,0,0) unflipped
+  const Reg64 reg_weights = r8;                              // packed weights of the current k
   const Reg64 reg_plane = rdx, reg_row = r9, reg_tap = rbx;  // running tap pointers
-  const Reg64 reg_in_lo = rax, reg_in_hi = rbp;  // pixels 0 and 3 of the block at the current ic
+  const Reg64 reg_in_lo = rax, reg_in_hi = rbp;              // pixels 0 and 3 of the block at the current ic
   const Reg64 reg_ic = rcx, reg_y = r12, reg_pixel_step = r13, reg_pixel_step3 = r11;
   const Reg64 reg_col_step = r14, reg_plane_step = r15, reg_row_step = r10;  // view steps, bytes
-  const Reg64 reg_pixels_left = rdi;  // after the problem's fields are read
+  const Reg64 reg_pixels_left = rdi;                                         // after the problem's fields are read
 
-  enum Local { kXBase, kPixels, kIcCount, kBias, kYPixelBytes, kPackedWeights, kMaskLo, kMaskHi = kMaskLo + 4, kLocals = kMaskHi + 4 };
+  enum Local {
+    kXBase,
+    kPixels,
+    kIcCount,
+    kBias,
+    kYPixelBytes,
+    kPackedWeights,
+    kMaskLo,
+    kMaskHi = kMaskLo + 4,
+    kLocals = kMaskHi + 4
+  };
   Address local(Local l) { return qword[rsp + 8 * int(l)]; }
   Address local_ymm(Local l) { return yword[rsp + 8 * int(l)]; }
 
@@ -172,8 +183,10 @@ class Generator : public CodeGenerator {
     for (int px = 0; px < pixels; ++px) {
       const Reg64& base = px < 3 ? reg_in_lo : reg_in_hi;
       const int within = px % 3;
-      if (within == 0) vbroadcastss(reg_input, ptr[base]);
-      else vbroadcastss(reg_input, ptr[base + reg_pixel_step * within]);
+      if (within == 0)
+        vbroadcastss(reg_input, ptr[base]);
+      else
+        vbroadcastss(reg_input, ptr[base + reg_pixel_step * within]);
       vfmadd231ps(acc(px, 0), reg_input, reg_w_lo);
       vfmadd231ps(acc(px, 1), reg_input, reg_w_hi);
     }
@@ -243,7 +256,8 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
   kernel.min_row_pixels = kNhwcPixelBlock;
   // One block of at most ~300 bytes per tap, plus the frame.
   const size_t code_size = 4096 + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]) * 320;
-  return emit_kernel(key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
+  return emit_kernel(
+      key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak

@@ -3,9 +3,10 @@
 // caught here so none leaves jit/xbyak).
 #pragma once
 
+#include <xbyak/xbyak.h>
+
 #include <memory>
 #include <string>
-#include <xbyak/xbyak.h>
 
 #include "jit/backend.hpp"
 
@@ -22,8 +23,7 @@ inline std::string common_unsupported_reason(const SpecKey& key) {
 
 // make() builds the generator (emitting the code); kernel holds everything but `compute`.
 template <typename Make>
-bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, Make&& make, CompiledKernel* out,
-                 std::string* error) {
+bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, Make&& make, CompiledKernel* out, std::string* error) {
   try {
     std::shared_ptr<Xbyak::CodeGenerator> generator = make();
     generator->setProtectModeRE();  // written while read+write, executable only from here on

@@ -46,6 +46,8 @@ class XbyakBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_xbyak_backend() { return std::make_unique<XbyakBackend>(); }
+std::unique_ptr<Backend> make_xbyak_backend() {
+  return std::make_unique<XbyakBackend>();
+}
 
 }  // namespace convjit::jit
