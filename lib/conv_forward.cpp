@@ -103,8 +103,13 @@ bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, in
       float* dst = scratch + kd * view->view_tap_plane + kh * view->view_tap_row;
       if (nchw) {
         for (int64_t ic = 0; ic < icg; ++ic, src += g.x.channel, dst += view->view_channel) {
-          std::fill(dst, dst + span, 0.0f);
-          if (real_row) std::copy(src + first, src + last, dst + first);
+          if (!real_row) {
+            std::fill(dst, dst + span, 0.0f);
+            continue;
+          }
+          std::fill(dst, dst + first, 0.0f);
+          std::copy(src + first, src + last, dst + first);
+          std::fill(dst + last, dst + span, 0.0f);
         }
       } else {
         std::fill(dst, dst + span * icg, 0.0f);

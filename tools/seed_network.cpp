@@ -64,10 +64,11 @@ float SeedNetwork::forward(const float* x, const int32_t* labels, int64_t batch)
     const float* features = input + n * features_;
     float* p = &probabilities_[size_t(n * kClasses)];
     for (int c = 0; c < kClasses; ++c) {
-      float z = dense_b[size_t(c)];
+      float z = 0.0f;
       const float* row = &dense_w[size_t(c * features_)];
+#pragma omp simd reduction(+ : z)  // a fixed association per build: deterministic
       for (int64_t f = 0; f < features_; ++f) z += row[f] * features[f];
-      p[c] = z;
+      p[c] = z + dense_b[size_t(c)];
     }
     const float top = *std::max_element(p, p + kClasses);
     float sum = 0.0f;
