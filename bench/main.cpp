@@ -1,0 +1,601 @@
+// convjit_bench: per shape of shapes.json, convjit's forward conv and pooling against a naive loop
+// nest, im2col + OpenBLAS (NNlib's method) and oneDNN, plus the cost of a configuration's first call.
+//
+//   convjit_bench [--shapes=PATH] [--threads=N] [--check | --check-only] [Google Benchmark flags]
+//
+// --shapes   shapes file (else $CONVJIT_SHAPES, else the source tree's ../shared/shapes.json)
+// --threads  threads for every library in the run: convjit::set_num_threads, omp_set_num_threads
+//            (oneDNN's OpenMP runtime) and openblas_set_num_threads (else $CONVJIT_BENCH_THREADS,
+//            else 1). The naive loops are single-threaded whatever N is.
+// --check    before timing, compare every method with a double-precision oracle and print the
+//            errors; --check-only exits after that (status 1 if anything is off).
+//
+// Benchmark names: conv_fwd/<shape>/<nchw|nhwc>/<method>, first_call/<shape>,
+// pool_fwd/<shape>/<nchw|nhwc>/<method>. bench/summarize.py turns the JSON output into tables.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <convjit/convjit.hpp>
+
+#include "im2col_openblas.hpp"
+#include "naive.hpp"
+#include "onednn.hpp"
+#include "shapes.hpp"
+
+#ifndef CONVJIT_BENCH_DEFAULT_SHAPES
+#define CONVJIT_BENCH_DEFAULT_SHAPES "../shared/shapes.json"
+#endif
+
+namespace cb = convjit_bench;
+using convjit::Layout;
+
+namespace {
+
+int g_threads = 1;
+
+const char* layout_name(Layout l) { return l == Layout::NHWC ? "nhwc" : "nchw"; }
+
+// ---------------------------------------------------------------------------------------------
+// Data: random once per (shape, layout) and kept while the benchmarks of that shape run (they are
+// registered consecutively), so memory stays bounded by the largest shape.
+
+struct ConvData {
+  std::string key;
+  cb::Buffer x, w, b, y;
+};
+
+ConvData& conv_data(const cb::ConvShape& s, Layout l) {
+  static ConvData d;
+  const std::string key = s.name + "/" + layout_name(l);
+  if (d.key != key) {
+    d = ConvData{};
+    d.key = key;
+    d.x = cb::Buffer(s.x_elements());
+    d.w = cb::Buffer(s.w_elements());
+    d.b = cb::Buffer(s.oc);
+    d.y = cb::Buffer(s.y_elements());
+    cb::fill_random(d.x, cb::seed_of(key + "/x"));
+    cb::fill_random(d.w, cb::seed_of(key + "/w"));
+    cb::fill_random(d.b, cb::seed_of(key + "/b"));
+  }
+  return d;
+}
+
+struct PoolData {
+  std::string key;
+  cb::Buffer x, y;
+};
+
+PoolData& pool_data(const cb::PoolShape& s, Layout l) {
+  static PoolData d;
+  const std::string key = s.name + "/" + layout_name(l);
+  if (d.key != key) {
+    d = PoolData{};
+    d.key = key;
+    d.x = cb::Buffer(s.x_elements());
+    d.y = cb::Buffer(s.y_elements());
+    cb::fill_random(d.x, cb::seed_of(key + "/x"));
+  }
+  return d;
+}
+
+void conv_counters(benchmark::State& st, const cb::ConvShape& s) {
+  st.counters["GFLOP/s"] = benchmark::Counter(s.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["MFLOP"] = benchmark::Counter(s.flops() * 1e-6);
+  st.SetItemsProcessed(st.iterations() * s.y_elements());
+}
+
+void pool_counters(benchmark::State& st, const cb::PoolShape& s) {
+  st.SetItemsProcessed(st.iterations() * s.y_elements());
+  st.SetBytesProcessed(st.iterations() * (s.x_elements() + s.y_elements()) * int64_t(sizeof(float)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv forward.
+
+void bm_conv_generic(benchmark::State& st, const cb::ConvShape* s, Layout l) {
+  ConvData& d = conv_data(*s, l);
+  const convjit::ConvDims dims = s->dims(l);
+  try {
+    convjit::conv_forward(dims, d.x.data(), d.w.data(), d.y.data());  // warm-up, untimed
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  for (auto _ : st) {
+    convjit::conv_forward(dims, d.x.data(), d.w.data(), d.y.data());
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  conv_counters(st, *s);
+}
+
+void bm_conv_naive(benchmark::State& st, const cb::ConvShape* s) {
+  ConvData& d = conv_data(*s, Layout::NCHW);
+  for (auto _ : st) {
+    cb::naive_conv_forward(*s, d.x.data(), d.w.data(), d.y.data());
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  conv_counters(st, *s);
+}
+
+void bm_conv_im2col(benchmark::State& st, const cb::ConvShape* s) {
+  ConvData& d = conv_data(*s, Layout::NCHW);
+  cb::Im2colConv conv(*s);
+  conv.run(d.x.data(), d.w.data(), d.y.data());
+  for (auto _ : st) {
+    conv.run(d.x.data(), d.w.data(), d.y.data());
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  conv_counters(st, *s);
+}
+
+void bm_conv_onednn(benchmark::State& st, const cb::ConvShape* s, cb::DnnlConvKind kind) {
+  const bool nhwc = kind == cb::DnnlConvKind::PlainNHWC || kind == cb::DnnlConvKind::NhwcAnyWeights;
+  ConvData& d = conv_data(*s, nhwc ? Layout::NHWC : Layout::NCHW);
+  std::unique_ptr<cb::OnednnConv> conv;
+  try {
+    conv = std::make_unique<cb::OnednnConv>(*s, kind, d.x.data(), d.w.data(), d.y.data());
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  // oneDNN has no fast path for plain nhwc activations with ohwi weights: it falls back to its
+  // reference kernel (~0.1 GFLOP/s). Timing that on the big shapes costs minutes and says nothing new.
+  if (conv->impl().rfind("ref", 0) == 0 && s->flops() > 2e7) {
+    st.SkipWithError(("oneDNN chose " + conv->impl() + "; not timed above 20 MFLOP").c_str());
+    return;
+  }
+  conv->run();
+  for (auto _ : st) {
+    conv->run();
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  st.SetLabel(conv->impl());
+  conv_counters(st, *s);
+}
+
+// The first call of a configuration this process has not seen, timed alone, against the median of
+// the calls right after it. Each repetition takes a fresh configuration: the shape with one of the
+// 7 post-op / mode variants the steady-state benchmarks never use (bit 0: convolution mode,
+// bit 1: relu, bit 2: bias); after 7 repetitions the label says the configuration was seen before.
+void bm_first_call(benchmark::State& st, const cb::ConvShape* s) {
+  static std::unordered_map<std::string, int> used;
+  const int v = used[s->name]++;
+  const bool fresh = v < 7;
+  const int code = fresh ? v + 1 : 7;
+  ConvData& d = conv_data(*s, Layout::NCHW);
+  const convjit::ConvDims dims =
+      s->dims(Layout::NCHW, (code & 1) ? convjit::Mode::Convolution : convjit::Mode::CrossCorrelation);
+  const convjit::Activation act = (code & 2) ? convjit::Activation::Relu : convjit::Activation::Identity;
+  const float* bias = (code & 4) ? d.b.data() : nullptr;
+  using clock = std::chrono::steady_clock;
+  double first = 0, later = 0;
+  for (auto _ : st) {
+    try {
+      const auto t0 = clock::now();
+      convjit::conv_forward(dims, d.x.data(), d.w.data(), bias, act, d.y.data());
+      const auto t1 = clock::now();
+      first = std::chrono::duration<double>(t1 - t0).count();
+      std::vector<double> times;
+      const auto start = clock::now();
+      while (times.size() < 3 ||
+             (times.size() < 50 && std::chrono::duration<double>(clock::now() - start).count() < 0.2)) {
+        const auto a = clock::now();
+        convjit::conv_forward(dims, d.x.data(), d.w.data(), bias, act, d.y.data());
+        times.push_back(std::chrono::duration<double>(clock::now() - a).count());
+      }
+      std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+      later = times[times.size() / 2];
+    } catch (const std::exception& e) {
+      st.SkipWithError(e.what());
+      break;
+    }
+    st.SetIterationTime(first);
+  }
+  st.counters["first_us"] = first * 1e6;
+  st.counters["later_us"] = later * 1e6;
+  st.counters["first_over_later"] = later > 0 ? first / later : 0.0;
+  if (!fresh) st.SetLabel("configuration seen before");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pooling.
+
+void bm_pool_generic(benchmark::State& st, const cb::PoolShape* s, Layout l) {
+  PoolData& d = pool_data(*s, l);
+  const convjit::PoolDims dims = s->dims(l);
+  const bool max = s->op == "max";
+  try {
+    if (max)
+      convjit::maxpool_forward(dims, d.x.data(), d.y.data());
+    else
+      convjit::meanpool_forward(dims, d.x.data(), d.y.data());
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  for (auto _ : st) {
+    if (max)
+      convjit::maxpool_forward(dims, d.x.data(), d.y.data());
+    else
+      convjit::meanpool_forward(dims, d.x.data(), d.y.data());
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  pool_counters(st, *s);
+}
+
+void bm_pool_naive(benchmark::State& st, const cb::PoolShape* s) {
+  PoolData& d = pool_data(*s, Layout::NCHW);
+  const bool max = s->op == "max";
+  for (auto _ : st) {
+    if (max)
+      cb::naive_maxpool_forward(*s, d.x.data(), d.y.data());
+    else
+      cb::naive_meanpool_forward(*s, d.x.data(), d.y.data());
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  pool_counters(st, *s);
+}
+
+void bm_pool_onednn(benchmark::State& st, const cb::PoolShape* s, Layout l) {
+  PoolData& d = pool_data(*s, l);
+  std::unique_ptr<cb::OnednnPool> pool;
+  try {
+    pool = std::make_unique<cb::OnednnPool>(*s, l == Layout::NHWC, d.x.data(), d.y.data());
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  pool->run();
+  for (auto _ : st) {
+    pool->run();
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  st.SetLabel(pool->impl());
+  pool_counters(st, *s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// --check: every method against the oracle.
+
+struct Checker {
+  int failures = 0;
+
+  // max |got - ref| / max |ref|, with the tolerance of the design (1e-4, scaled for long reductions).
+  void compare(const std::string& what, const float* got, const float* ref, int64_t count, int64_t reduction) {
+    double max_ref = 0, max_err = 0;
+    int64_t worst = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      max_ref = std::max(max_ref, std::fabs(double(ref[i])));
+      const double e = std::isnan(got[i]) ? INFINITY : std::fabs(double(got[i]) - double(ref[i]));
+      if (e > max_err) {
+        max_err = e;
+        worst = i;
+      }
+    }
+    const double rel = max_err / std::max(max_ref, 1e-30);
+    const double tol = 1e-4 * std::max(1.0, std::sqrt(double(reduction)) / 10.0);
+    const bool ok = rel <= tol;
+    if (!ok) ++failures;
+    std::printf("  %-44s rel.err %.2e (tol %.1e) %s", what.c_str(), rel, tol, ok ? "ok" : "FAIL");
+    if (!ok) std::printf("  worst at %lld: got %g want %g", (long long)worst, double(got[worst]), double(ref[worst]));
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+  template <typename F>
+  void guarded(const std::string& what, F&& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      ++failures;
+      std::printf("  %-44s ERROR %s\n", what.c_str(), e.what());
+    }
+  }
+
+  void conv(const cb::ConvShape& s) {
+    std::printf("%s (%.1f MFLOP)\n", s.name.c_str(), s.flops() * 1e-6);
+    const int64_t K = (s.ic / s.groups) * s.k_spatial();
+    const int64_t sp_in = s.in_spatial(), sp_out = s.out_spatial(), sp_k = s.k_spatial();
+    cb::Buffer x(s.x_elements()), w(s.w_elements()), b(s.oc), ref(s.y_elements()), y(s.y_elements());
+    cb::fill_random(x, 1);
+    cb::fill_random(w, 2);
+    cb::fill_random(b, 3);
+    cb::reference_conv_forward(s, false, x.data(), w.data(), nullptr, false, ref.data());
+    cb::Buffer xl(s.x_elements()), wl(s.w_elements()), yl(s.y_elements());
+    cb::to_channels_last(x.data(), s.n, s.ic, sp_in, xl.data());
+    cb::to_channels_last(w.data(), s.oc, s.ic / s.groups, sp_k, wl.data());
+    auto reset = [&] { std::fill(y.data(), y.data() + y.size(), NAN); };
+
+    guarded("generic nchw", [&] {
+      reset();
+      convjit::conv_forward(s.dims(Layout::NCHW), x.data(), w.data(), y.data());
+      compare("generic nchw", y.data(), ref.data(), y.size(), K);
+    });
+    guarded("generic nhwc", [&] {
+      std::fill(yl.data(), yl.data() + yl.size(), NAN);
+      convjit::conv_forward(s.dims(Layout::NHWC), xl.data(), wl.data(), yl.data());
+      cb::from_channels_last(yl.data(), s.n, s.oc, sp_out, y.data());
+      compare("generic nhwc", y.data(), ref.data(), y.size(), K);
+    });
+    guarded("naive", [&] {
+      reset();
+      cb::naive_conv_forward(s, x.data(), w.data(), y.data());
+      compare("naive (float loop nest)", y.data(), ref.data(), y.size(), K);
+    });
+    if (cb::have_openblas())
+      guarded("im2col_openblas", [&] {
+        reset();
+        cb::Im2colConv conv(s);
+        conv.run(x.data(), w.data(), y.data());
+        compare("im2col_openblas", y.data(), ref.data(), y.size(), K);
+      });
+    if (cb::have_onednn()) {
+      guarded("onednn_plain nchw", [&] {
+        reset();
+        cb::OnednnConv conv(s, cb::DnnlConvKind::PlainNCHW, x.data(), w.data(), y.data());
+        conv.run();
+        compare("onednn_plain nchw [" + conv.impl() + "]", y.data(), ref.data(), y.size(), K);
+      });
+      guarded("onednn_plain nhwc", [&] {
+        std::fill(yl.data(), yl.data() + yl.size(), NAN);
+        cb::OnednnConv conv(s, cb::DnnlConvKind::PlainNHWC, xl.data(), wl.data(), yl.data());
+        conv.run();
+        cb::from_channels_last(yl.data(), s.n, s.oc, sp_out, y.data());
+        compare("onednn_plain nhwc [" + conv.impl() + "]", y.data(), ref.data(), y.size(), K);
+      });
+      guarded("onednn_wany nhwc", [&] {
+        std::fill(yl.data(), yl.data() + yl.size(), NAN);
+        cb::OnednnConv conv(s, cb::DnnlConvKind::NhwcAnyWeights, xl.data(), wl.data(), yl.data());
+        conv.run();
+        cb::from_channels_last(yl.data(), s.n, s.oc, sp_out, y.data());
+        compare("onednn_wany nhwc [" + conv.impl() + "]", y.data(), ref.data(), y.size(), K);
+      });
+      guarded("onednn_blocked", [&] {
+        reset();
+        cb::OnednnConv conv(s, cb::DnnlConvKind::Blocked, x.data(), w.data(), y.data());
+        conv.run();
+        conv.output_to_user();
+        compare("onednn_blocked [" + conv.impl() + "]", y.data(), ref.data(), y.size(), K);
+      });
+    }
+    // The fused post-ops and convolution mode, through the same generic path.
+    if (s.flops() < 4e8) {
+      cb::reference_conv_forward(s, true, x.data(), w.data(), b.data(), true, ref.data());
+      guarded("generic nchw conv-mode+bias+relu", [&] {
+        reset();
+        convjit::conv_forward(s.dims(Layout::NCHW, convjit::Mode::Convolution), x.data(), w.data(), b.data(),
+                              convjit::Activation::Relu, y.data());
+        compare("generic nchw conv-mode+bias+relu", y.data(), ref.data(), y.size(), K);
+      });
+      guarded("generic nhwc conv-mode+bias+relu", [&] {
+        std::fill(yl.data(), yl.data() + yl.size(), NAN);
+        convjit::conv_forward(s.dims(Layout::NHWC, convjit::Mode::Convolution), xl.data(), wl.data(), b.data(),
+                              convjit::Activation::Relu, yl.data());
+        cb::from_channels_last(yl.data(), s.n, s.oc, sp_out, y.data());
+        compare("generic nhwc conv-mode+bias+relu", y.data(), ref.data(), y.size(), K);
+      });
+    }
+  }
+
+  void pool(const cb::PoolShape& s) {
+    std::printf("%s\n", s.name.c_str());
+    const bool max = s.op == "max";
+    const int64_t sp_in = s.in_spatial(), sp_out = s.out_spatial();
+    cb::Buffer x(s.x_elements()), ref(s.y_elements()), y(s.y_elements()), xl(s.x_elements()), yl(s.y_elements());
+    cb::fill_random(x, 4);
+    cb::to_channels_last(x.data(), s.n, s.c, sp_in, xl.data());
+    if (max)
+      cb::naive_maxpool_forward(s, x.data(), ref.data());
+    else
+      cb::naive_meanpool_forward(s, x.data(), ref.data());
+    guarded("generic nchw", [&] {
+      std::fill(y.data(), y.data() + y.size(), NAN);
+      if (max)
+        convjit::maxpool_forward(s.dims(Layout::NCHW), x.data(), y.data());
+      else
+        convjit::meanpool_forward(s.dims(Layout::NCHW), x.data(), y.data());
+      compare("generic nchw", y.data(), ref.data(), y.size(), 1);
+    });
+    guarded("generic nhwc", [&] {
+      std::fill(yl.data(), yl.data() + yl.size(), NAN);
+      if (max)
+        convjit::maxpool_forward(s.dims(Layout::NHWC), xl.data(), yl.data());
+      else
+        convjit::meanpool_forward(s.dims(Layout::NHWC), xl.data(), yl.data());
+      cb::from_channels_last(yl.data(), s.n, s.c, sp_out, y.data());
+      compare("generic nhwc", y.data(), ref.data(), y.size(), 1);
+    });
+    if (cb::have_onednn())
+      for (Layout l : {Layout::NCHW, Layout::NHWC})
+        guarded(std::string("onednn ") + layout_name(l), [&] {
+          const bool nhwc = l == Layout::NHWC;
+          cb::Buffer& out = nhwc ? yl : y;
+          std::fill(out.data(), out.data() + out.size(), NAN);
+          cb::OnednnPool p(s, nhwc, nhwc ? xl.data() : x.data(), out.data());
+          p.run();
+          if (nhwc) cb::from_channels_last(yl.data(), s.n, s.c, sp_out, y.data());
+          compare(std::string("onednn ") + layout_name(l) + " [" + p.impl() + "]", y.data(), ref.data(), y.size(), 1);
+        });
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+
+bool take_flag(const char* arg, const char* name, std::string* value) {
+  const std::size_t len = std::strlen(name);
+  if (std::strncmp(arg, name, len) != 0) return false;
+  if (arg[len] == '=') {
+    *value = arg + len + 1;
+    return true;
+  }
+  if (arg[len] == '\0') {
+    value->clear();
+    return true;
+  }
+  return false;
+}
+
+void register_all(const cb::ShapeSet& set) {
+  static std::vector<cb::ConvShape> conv;
+  static std::vector<cb::PoolShape> pool;
+  conv = set.conv;
+  pool = set.pool;
+  for (const cb::ConvShape& s : conv) {
+    const std::string base = "conv_fwd/" + s.name + "/";
+    benchmark::RegisterBenchmark(("first_call/" + s.name).c_str(), bm_first_call, &s)
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((base + "nchw/generic").c_str(), bm_conv_generic, &s, Layout::NCHW)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((base + "nchw/naive").c_str(), bm_conv_naive, &s)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+    if (cb::have_openblas())
+      benchmark::RegisterBenchmark((base + "nchw/im2col_openblas").c_str(), bm_conv_im2col, &s)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    if (cb::have_onednn()) {
+      benchmark::RegisterBenchmark((base + "nchw/onednn_plain").c_str(), bm_conv_onednn, &s,
+                                   cb::DnnlConvKind::PlainNCHW)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((base + "any/onednn_blocked").c_str(), bm_conv_onednn, &s,
+                                   cb::DnnlConvKind::Blocked)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+    benchmark::RegisterBenchmark((base + "nhwc/generic").c_str(), bm_conv_generic, &s, Layout::NHWC)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+    if (cb::have_onednn()) {
+      benchmark::RegisterBenchmark((base + "nhwc/onednn_plain").c_str(), bm_conv_onednn, &s,
+                                   cb::DnnlConvKind::PlainNHWC)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((base + "nhwc/onednn_wany").c_str(), bm_conv_onednn, &s,
+                                   cb::DnnlConvKind::NhwcAnyWeights)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  for (const cb::PoolShape& s : pool) {
+    const std::string base = "pool_fwd/" + s.name + "/";
+    for (Layout l : {Layout::NCHW, Layout::NHWC}) {
+      const std::string lb = base + layout_name(l) + "/";
+      benchmark::RegisterBenchmark((lb + "generic").c_str(), bm_pool_generic, &s, l)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      if (l == Layout::NCHW)
+        benchmark::RegisterBenchmark((lb + "naive").c_str(), bm_pool_naive, &s)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      if (cb::have_onednn())
+        benchmark::RegisterBenchmark((lb + "onednn_plain").c_str(), bm_pool_onednn, &s, l)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string shapes_path, threads_arg, dummy;
+  bool check = false, check_only = false;
+  if (const char* e = std::getenv("CONVJIT_SHAPES"); e && *e) shapes_path = e;
+  if (const char* e = std::getenv("CONVJIT_BENCH_THREADS"); e && *e) threads_arg = e;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    std::string v;
+    if (take_flag(argv[i], "--shapes", &v))
+      shapes_path = v;
+    else if (take_flag(argv[i], "--threads", &v))
+      threads_arg = v;
+    else if (take_flag(argv[i], "--check-only", &dummy))
+      check = check_only = true;
+    else if (take_flag(argv[i], "--check", &dummy))
+      check = true;
+    else
+      rest.push_back(argv[i]);
+  }
+  if (shapes_path.empty()) shapes_path = CONVJIT_BENCH_DEFAULT_SHAPES;
+  if (!threads_arg.empty()) {
+    char* end = nullptr;
+    const long t = std::strtol(threads_arg.c_str(), &end, 10);
+    if (end == threads_arg.c_str() || *end != '\0' || t < 1 || t > 1024) {
+      std::fprintf(stderr, "convjit_bench: --threads wants a positive integer, got '%s'\n", threads_arg.c_str());
+      return 2;
+    }
+    g_threads = static_cast<int>(t);
+  }
+
+  cb::ShapeSet set;
+  try {
+    set = cb::load_shapes(shapes_path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "convjit_bench: %s\n", e.what());
+    return 2;
+  }
+
+  convjit::set_num_threads(g_threads);
+  omp_set_num_threads(g_threads);
+  cb::set_openblas_threads(g_threads);
+
+  // Start the thread pools before anything is timed: the first OpenMP region of the process is
+  // not the cost of any configuration.
+  {
+    cb::ConvShape warm;
+    warm.name = "warm";
+    warm.in = {8, 8, 1};
+    warm.k = {3, 3, 1};
+    cb::Buffer x(warm.x_elements()), w(warm.w_elements()), y(warm.y_elements());
+    convjit::conv_forward(warm.dims(Layout::NHWC), x.data(), w.data(), y.data());
+  }
+
+  if (check) {
+    std::printf("convjit_bench --check: %d thread(s), shapes from %s\n", g_threads, shapes_path.c_str());
+    Checker c;
+    for (const auto& s : set.conv) c.conv(s);
+    for (const auto& s : set.pool) c.pool(s);
+    std::printf("check: %d failure(s)\n", c.failures);
+    if (check_only) return c.failures == 0 ? 0 : 1;
+  }
+
+  int bargc = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  benchmark::Initialize(&bargc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(bargc, rest.data())) return 2;
+  benchmark::AddCustomContext("convjit_bench_threads", std::to_string(g_threads));
+  benchmark::AddCustomContext("convjit_num_threads", std::to_string(convjit::num_threads()));
+  benchmark::AddCustomContext("shapes_file", shapes_path);
+  benchmark::AddCustomContext("fma_peak_gflops_per_core", "94");
+  benchmark::AddCustomContext("openblas", cb::have_openblas() ? "yes" : "no");
+  benchmark::AddCustomContext("onednn", cb::have_onednn() ? "yes" : "no");
+  for (const char* var : {"CONVJIT_BACKEND", "CONVJIT_HOT_THRESHOLD", "ONEDNN_MAX_CPU_ISA", "OMP_WAIT_POLICY"})
+    if (const char* v = std::getenv(var)) benchmark::AddCustomContext(var, v);
+  register_all(set);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

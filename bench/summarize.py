@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""Markdown tables from convjit_bench's Google Benchmark JSON output.
+
+    summarize.py [--shapes shapes.json] [--peak 94] RUN.json [RUN2.json ...]
+
+Per file (one thread count each): conv forward GFLOP/s per method (median over repetitions),
+the ratios generic/im2col+OpenBLAS, generic/naive, generic/oneDNN, % of FMA peak, geometric
+means over all conv shapes and over the seed_chain shapes, the issue targets, the first-call
+table and the pooling table. With files of different thread counts, also the thread scaling of
+the generic tier. Python 3 standard library only.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+SKIP_PARTS = {"real_time", "manual_time", "process_time"}
+
+CONV_METHODS = [
+    # (key, column title)
+    (("nchw", "generic"), "generic nchw"),
+    (("nhwc", "generic"), "generic nhwc"),
+    (("nchw", "naive"), "naive"),
+    (("nchw", "im2col_openblas"), "im2col+OpenBLAS"),
+    (("nchw", "onednn_plain"), "oneDNN plain nchw"),
+    (("any", "onednn_blocked"), "oneDNN blocked"),
+    (("nhwc", "onednn_wany"), "oneDNN nhwc (w any)"),
+    (("nhwc", "onednn_plain"), "oneDNN plain nhwc"),
+]
+ONEDNN_KEYS = [("nchw", "onednn_plain"), ("any", "onednn_blocked"), ("nhwc", "onednn_wany"), ("nhwc", "onednn_plain")]
+
+POOL_METHODS = [
+    (("nchw", "generic"), "generic nchw"),
+    (("nhwc", "generic"), "generic nhwc"),
+    (("nchw", "naive"), "naive nchw"),
+    (("nchw", "onednn_plain"), "oneDNN nchw"),
+    (("nhwc", "onednn_plain"), "oneDNN nhwc"),
+]
+
+TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def split_name(run_name):
+    return [p for p in run_name.split("/") if p not in SKIP_PARTS and ":" not in p]
+
+
+def load_run(path):
+    with open(path) as f:
+        doc = json.load(f)
+    ctx = doc.get("context", {})
+    threads = int(ctx.get("convjit_bench_threads", "1"))
+    peak = float(ctx.get("fma_peak_gflops_per_core", "94"))
+    # name -> list of per-iteration-run entries, or the median aggregate
+    medians, samples, errors, labels = {}, defaultdict(list), {}, {}
+    for b in doc.get("benchmarks", []):
+        name = tuple(split_name(b.get("run_name", b["name"])))
+        if b.get("error_occurred"):
+            errors[name] = b.get("error_message", "error")
+            continue
+        if b.get("label"):
+            labels[name] = b["label"]
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                medians[name] = b
+        else:
+            samples[name].append(b)
+    data = {}
+    for name, entries in samples.items():
+        if name not in medians:
+            data[name] = aggregate_median(entries)
+    data.update(medians)
+    return {"path": path, "threads": threads, "peak": peak, "data": data, "errors": errors, "labels": labels,
+            "context": ctx}
+
+
+def aggregate_median(entries):
+    out = {}
+    for key in entries[0]:
+        vals = [e[key] for e in entries if isinstance(e.get(key), (int, float)) and not isinstance(e.get(key), bool)]
+        if len(vals) == len(entries):
+            out[key] = statistics.median(vals)
+        else:
+            out[key] = entries[0][key]
+    return out
+
+
+def seconds(entry):
+    return entry["real_time"] * TIME_SCALE.get(entry.get("time_unit", "ns"), 1e-9)
+
+
+def fmt(v, digits=3):
+    if v is None:
+        return "–"
+    if v == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(v)))
+    decimals = max(0, digits - 1 - mag)
+    return f"{v:.{decimals}f}"
+
+
+def fmt_ratio(v):
+    return "–" if v is None else f"{v:.2f}×"
+
+
+def geomean(vals):
+    vals = [v for v in vals if v is not None and v > 0]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def conv_shapes_in(run):
+    seen = []
+    for name in run["data"]:
+        if len(name) >= 2 and name[0] == "conv_fwd" and name[1] not in seen:
+            seen.append(name[1])
+    for name in run["errors"]:
+        if len(name) >= 2 and name[0] == "conv_fwd" and name[1] not in seen:
+            seen.append(name[1])
+    return seen
+
+
+def gflops(run, shape, key):
+    e = run["data"].get(("conv_fwd", shape) + key)
+    return e.get("GFLOP/s") if e else None
+
+
+def conv_rows(run):
+    rows = []
+    for shape in conv_shapes_in(run):
+        g = {key: gflops(run, shape, key) for key, _ in CONV_METHODS}
+        mflop = None
+        for key, _ in CONV_METHODS:
+            e = run["data"].get(("conv_fwd", shape) + key)
+            if e and "MFLOP" in e:
+                mflop = e["MFLOP"]
+                break
+        gen = g[("nchw", "generic")]
+        gen_best = max([v for v in (g[("nchw", "generic")], g[("nhwc", "generic")]) if v] or [0]) or None
+        dnn_best = max([g[k] for k in ONEDNN_KEYS if g[k]] or [0]) or None
+        rows.append({
+            "shape": shape, "mflop": mflop, "g": g,
+            "vs_im2col": ratio(gen, g[("nchw", "im2col_openblas")]),
+            "vs_naive": ratio(gen, g[("nchw", "naive")]),
+            "vs_onednn": ratio(gen_best, dnn_best),
+            "peak": (gen_best / (run["peak"] * run["threads"]) * 100) if gen_best else None,
+        })
+    return rows
+
+
+def print_conv_table(run, rows):
+    t = run["threads"]
+    print(f"### Conv forward, {t} thread{'s' if t != 1 else ''} — GFLOP/s (median of repetitions)\n")
+    cols = [title for _, title in CONV_METHODS]
+    head = ["shape", "MFLOP"] + cols + ["gen/im2col", "gen/naive", "gen/oneDNN", "% peak"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|")
+    for r in rows:
+        cells = [r["shape"], fmt(r["mflop"])] + [fmt(r["g"][k]) for k, _ in CONV_METHODS]
+        cells += [fmt_ratio(r["vs_im2col"]), fmt_ratio(r["vs_naive"]), fmt_ratio(r["vs_onednn"]),
+                  "–" if r["peak"] is None else f"{r['peak']:.1f}%"]
+        print("| " + " | ".join(cells) + " |")
+    for title, sel in (("geomean, all conv", rows),
+                       ("geomean, seed_chain", [r for r in rows if r["shape"].startswith("seed_chain")])):
+        if not sel:
+            continue
+        cells = [f"**{title}**", ""]
+        cells += [fmt(geomean([r["g"][k] for r in sel])) for k, _ in CONV_METHODS]
+        cells += [fmt_ratio(geomean([r[k] for r in sel])) for k in ("vs_im2col", "vs_naive", "vs_onednn")]
+        gp = geomean([r["peak"] for r in sel])
+        cells.append("–" if gp is None else f"{gp:.1f}%")
+        print("| " + " | ".join(cells) + " |")
+    print()
+    print("gen/im2col and gen/naive: generic NCHW over the NCHW baseline. gen/oneDNN: best generic layout "
+          "over the best oneDNN variant. % peak: best generic layout over "
+          f"{run['peak']:g} GFLOP/s × {t} thread(s).\n")
+    errs = {k: v for k, v in run["errors"].items() if k and k[0] == "conv_fwd"}
+    if errs:
+        print("Skipped / failed:")
+        for k, v in errs.items():
+            print(f"- `{'/'.join(k)}`: {v}")
+        print()
+
+
+def print_targets(run, rows):
+    if run["threads"] != 1:
+        return
+    print("### Issue targets (1 thread)\n")
+    g_all = geomean([r["vs_im2col"] for r in rows])
+    seed = [r for r in rows if r["shape"].startswith("seed_chain")]
+    g_seed = geomean([r["vs_im2col"] for r in seed])
+    naive = [(r["vs_naive"], r["shape"]) for r in rows if r["vs_naive"] is not None]
+    worst = min(naive) if naive else None
+
+    def verdict(v, goal):
+        return "–" if v is None else ("met" if v >= goal else "**missed**")
+
+    print("| target | value | verdict |")
+    print("|---|--:|---|")
+    print(f"| generic/im2col+OpenBLAS geomean, all conv ≥ 0.8× | {fmt_ratio(g_all)} | {verdict(g_all, 0.8)} |")
+    print(f"| generic/im2col+OpenBLAS geomean, seed_chain ≥ 2× | {fmt_ratio(g_seed)} | {verdict(g_seed, 2.0)} |")
+    if worst:
+        print(f"| generic/naive ≥ 5× on every shape (worst: {worst[1]}) | {fmt_ratio(worst[0])} | "
+              f"{verdict(worst[0], 5.0)} |")
+    below = [r["shape"] for r in rows if r["vs_im2col"] is not None and r["vs_im2col"] < 0.8]
+    if below:
+        print(f"\nShapes where generic is below 0.8× im2col+OpenBLAS: {', '.join(below)}.")
+    print()
+
+
+def print_first_call(run):
+    rows = [(name[1], e) for name, e in run["data"].items() if name and name[0] == "first_call"]
+    if not rows:
+        return
+    t = run["threads"]
+    print(f"### First call of a fresh configuration vs later calls, {t} thread{'s' if t != 1 else ''} "
+          "(generic tier; medians)\n")
+    print("| shape | first call µs | later call µs | first/later |")
+    print("|---|--:|--:|--:|")
+    for shape, e in rows:
+        print(f"| {shape} | {fmt(e.get('first_us'))} | {fmt(e.get('later_us'))} | "
+              f"{fmt_ratio(e.get('first_over_later'))} |")
+    print()
+
+
+def print_pool(run):
+    shapes = []
+    for name in run["data"]:
+        if len(name) >= 2 and name[0] == "pool_fwd" and name[1] not in shapes:
+            shapes.append(name[1])
+    if not shapes:
+        return
+    t = run["threads"]
+    print(f"### Pooling forward, {t} thread{'s' if t != 1 else ''} — µs per call (GB/s moved, in + out)\n")
+    head = ["shape"] + [title for _, title in POOL_METHODS] + ["gen/naive", "gen/oneDNN"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|")
+    for shape in shapes:
+        cells, secs = [shape], {}
+        for key, _ in POOL_METHODS:
+            e = run["data"].get(("pool_fwd", shape) + key)
+            if not e:
+                cells.append("–")
+                continue
+            s = seconds(e)
+            secs[key] = s
+            gbs = e.get("bytes_per_second")
+            cells.append(f"{fmt(s * 1e6)} ({fmt(gbs / 1e9) if gbs else '–'})")
+        gen = min([secs[k] for k in (("nchw", "generic"), ("nhwc", "generic")) if k in secs] or [0]) or None
+        gen_nchw = secs.get(("nchw", "generic"))
+        naive = secs.get(("nchw", "naive"))
+        dnn = min([secs[k] for k in (("nchw", "onednn_plain"), ("nhwc", "onednn_plain")) if k in secs] or [0]) or None
+        cells.append(fmt_ratio(naive / gen_nchw if naive and gen_nchw else None))
+        cells.append(fmt_ratio(dnn / gen if dnn and gen else None))
+        print("| " + " | ".join(cells) + " |")
+    print("\ngen/naive: speed of generic NCHW over the naive NCHW loop; gen/oneDNN: best generic layout "
+          "over the best oneDNN layout (>1 = generic faster).\n")
+
+
+def print_scaling(runs, shapes_meta):
+    by_t = {}
+    for r in runs:
+        by_t.setdefault(r["threads"], r)
+    if len(by_t) < 2:
+        return
+    ts = sorted(by_t)
+    t1, tn = by_t[ts[0]], by_t[ts[-1]]
+    print(f"### Thread scaling, {ts[-1]} vs {ts[0]} thread(s) — GFLOP/s and speedup\n")
+    print("Target: ≥ 1.7× at 2 threads on shapes with n ≥ 4 or oc ≥ 64 (judged on the better generic layout).\n")
+    head = ["shape", "n", "oc", f"generic nchw {ts[0]}T", f"generic nchw {ts[-1]}T", "speedup nchw",
+            f"generic nhwc {ts[0]}T", f"generic nhwc {ts[-1]}T", "speedup nhwc", "speedup best",
+            "im2col speedup", "oneDNN best speedup", "target"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join(["---"] + ["--:"] * (len(head) - 2) + ["---"]) + "|")
+    for shape in conv_shapes_in(t1):
+        meta = shapes_meta.get(shape, {})
+        n, oc = meta.get("n"), meta.get("oc")
+        a = {k: gflops(t1, shape, k) for k, _ in CONV_METHODS}
+        b = {k: gflops(tn, shape, k) for k, _ in CONV_METHODS}
+        best_a = max([v for v in (a[("nchw", "generic")], a[("nhwc", "generic")]) if v] or [0]) or None
+        best_b = max([v for v in (b[("nchw", "generic")], b[("nhwc", "generic")]) if v] or [0]) or None
+        dnn_a = max([a[k] for k in ONEDNN_KEYS if a[k]] or [0]) or None
+        dnn_b = max([b[k] for k in ONEDNN_KEYS if b[k]] or [0]) or None
+        sp = ratio(best_b, best_a)
+        applies = n is not None and (n >= 4 or oc >= 64)
+        if not applies:
+            verdict = "n/a" if n is not None else "?"
+        elif sp is None:
+            verdict = "–"
+        else:
+            verdict = "met" if sp >= 1.7 else "**missed**"
+        cells = [shape, str(n) if n is not None else "?", str(oc) if oc is not None else "?",
+                 fmt(a[("nchw", "generic")]), fmt(b[("nchw", "generic")]),
+                 fmt_ratio(ratio(b[("nchw", "generic")], a[("nchw", "generic")])),
+                 fmt(a[("nhwc", "generic")]), fmt(b[("nhwc", "generic")]),
+                 fmt_ratio(ratio(b[("nhwc", "generic")], a[("nhwc", "generic")])),
+                 fmt_ratio(sp),
+                 fmt_ratio(ratio(b[("nchw", "im2col_openblas")], a[("nchw", "im2col_openblas")])),
+                 fmt_ratio(ratio(dnn_b, dnn_a)), verdict]
+        print("| " + " | ".join(cells) + " |")
+    print()
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", help="Google Benchmark JSON files (--benchmark_out / --benchmark_format=json)")
+    ap.add_argument("--shapes", default=os.path.join(here, "..", "..", "shared", "shapes.json"),
+                    help="shapes.json, for n and oc in the scaling table")
+    ap.add_argument("--peak", type=float, default=None, help="FMA peak GFLOP/s per core (default: from the run, 94)")
+    args = ap.parse_args()
+
+    shapes_meta = {}
+    try:
+        with open(args.shapes) as f:
+            for s in json.load(f).get("conv", []):
+                shapes_meta[s["name"]] = s
+    except (OSError, ValueError):
+        pass
+
+    runs = []
+    for path in args.runs:
+        try:
+            run = load_run(path)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"summarize.py: cannot read {path}: {e}", file=sys.stderr)
+            return 2
+        if args.peak:
+            run["peak"] = args.peak
+        runs.append(run)
+
+    for run in runs:
+        print(f"## {os.path.basename(run['path'])}: {run['threads']} thread(s)\n")
+        quiet = run["context"].get("quiet_runs")
+        if isinstance(quiet, dict) and quiet:
+            limit = run["context"].get("quiet_max_other_cores", 0.15)
+            noisy = {k: v for k, v in quiet.items() if v.get("other_cores", 0) > limit}
+            worst = max(v.get("other_cores", 0) for v in quiet.values())
+            print(f"Run shape by shape with run_quiet.py: other processes used at most {worst:.2f} cores "
+                  f"during a kept shape run (limit {limit}). "
+                  + ("Noisy shapes kept: " + ", ".join(f"{k} ({v['other_cores']:.2f})" for k, v in noisy.items())
+                     if noisy else "No shape was kept noisy.") + "\n")
+        rows = conv_rows(run)
+        if rows:
+            print_conv_table(run, rows)
+            print_targets(run, rows)
+        print_first_call(run)
+        print_pool(run)
+    print_scaling(runs, shapes_meta)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
