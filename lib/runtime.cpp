@@ -120,11 +120,12 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
   const int threads = policy.num_threads > 0 ? policy.num_threads : detail::thread_count();
 
   const uint64_t id = detail::configuration_id(*params, activation, bias != nullptr);
-  bool inserted = false;
+  bool inserted = false;  // a first call is told by the call count: the warm start inserts slots too
   ConfigSlot& slot = table_.find_or_insert(id, *params, activation, bias != nullptr, &inserted);
   const int64_t calls = slot.calls.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (inserted) slot.first_call_ns.store(now_ns(), std::memory_order_relaxed);
-  if (inserted && policy.verbose) {
+  // The first call, also of a slot the warm start made before any call.
+  if (calls == 1) slot.first_call_ns.store(now_ns(), std::memory_order_relaxed);
+  if (calls == 1 && policy.verbose) {
     std::fprintf(stderr, "convjit: first call of conv_fwd %s: generic\n",
                  detail::describe_conv(*params, activation, bias != nullptr).c_str());
   }

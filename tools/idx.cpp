@@ -34,12 +34,22 @@ class IdxFile {
       const int got = gzread(file_.get(), out, chunk);
       if (got < 0) {
         int code = 0;
-        fail(std::string("corrupt data while reading ") + what + ": " + gzerror(file_.get(), &code));
+        std::string reason = gzerror(file_.get(), &code);
+        if (reason.rfind(path_ + ": ", 0) == 0) reason.erase(0, path_.size() + 2);  // zlib names the file too
+        fail(std::string("corrupt data while reading ") + what + ": " + reason);
       }
       if (got == 0) fail(std::string("truncated: the file ends inside ") + what);
       out += got;
       bytes -= got;
     }
+  }
+
+  // The header's sizes account for the whole file.
+  void expect_end() {
+    unsigned char extra[4096];
+    int64_t count = 0;
+    for (int got; (got = gzread(file_.get(), extra, sizeof extra)) > 0;) count += got;
+    if (count > 0) fail(std::to_string(count) + " bytes after the data the header declares");
   }
 
   [[noreturn]] void fail(const std::string& message) const { throw std::runtime_error(path_ + ": " + message); }
@@ -67,13 +77,16 @@ IdxImages read_idx_images(const std::string& path) {
   images.count = file.read_u32("the header");
   images.rows = file.read_u32("the header");
   images.cols = file.read_u32("the header");
+  int64_t elements = 0;
   if (images.count == 0 || images.rows == 0 || images.cols == 0 ||
-      images.count * images.rows * images.cols > kMaxElements) {
+      __builtin_mul_overflow(images.count, images.rows, &elements) ||
+      __builtin_mul_overflow(elements, images.cols, &elements) || elements > kMaxElements) {
     file.fail("implausible sizes " + std::to_string(images.count) + " x " + std::to_string(images.rows) + " x " +
               std::to_string(images.cols));
   }
-  images.pixels.resize(size_t(images.count * images.rows * images.cols));
-  file.read(images.pixels.data(), int64_t(images.pixels.size()), "the pixels");
+  images.pixels.resize(size_t(elements));
+  file.read(images.pixels.data(), elements, "the pixels");
+  file.expect_end();
   return images;
 }
 
@@ -84,6 +97,7 @@ std::vector<uint8_t> read_idx_labels(const std::string& path) {
   if (count == 0 || count > kMaxElements) file.fail("implausible label count " + std::to_string(count));
   std::vector<uint8_t> labels(size_t(count), 0);
   file.read(labels.data(), count, "the labels");
+  file.expect_end();
   for (int64_t i = 0; i < count; ++i) {
     if (labels[size_t(i)] > 9)
       file.fail("label " + std::to_string(labels[size_t(i)]) + " at index " + std::to_string(i) +

@@ -104,7 +104,14 @@ json load_stats(const std::string& path) {
     stats = json::parse(file);
     if (stats.at("schema") != "convjit-stats") throw std::runtime_error("not a convjit stats file (schema)");
     if (stats.at("version") != 1) throw std::runtime_error("unsupported version " + stats.at("version").dump());
-    rows_of(stats);  // every configuration must have the fields the commands read
+    // Every field the commands read, so that a malformed file fails here, naming itself.
+    stats.at("policy").at("hot_threshold").get<int64_t>();
+    stats.at("backend").get<std::string>();
+    stats.at("backend_unavailable_reason").get<std::string>();
+    for (const char* total : {"kernels", "code_bytes", "compile_failures", "evictions"}) {
+      stats.at("totals").at(total).get<int64_t>();
+    }
+    rows_of(stats);
   } catch (const json::exception& e) {
     throw std::runtime_error(path + ": malformed stats file: " + e.what());
   } catch (const std::runtime_error& e) {
@@ -114,8 +121,9 @@ json load_stats(const std::string& path) {
 }
 
 // Why a configuration is (not) on the JIT tier, in words.
-std::string tier_note(const Row& r, int64_t threshold) {
+std::string tier_note(const Row& r, int64_t threshold, const std::string& backend) {
   if (r.state == "jit") return r.kernel;
+  if (backend == "none") return "generic only: no JIT backend";
   if (r.state == "cold") {
     return "not hot yet (" + std::to_string(r.calls_generic) + "/" + std::to_string(threshold) + " calls)";
   }
@@ -138,7 +146,7 @@ void print_table(const json& stats) {
   for (const Row& r : rows) {
     std::printf("%-40s %8lld %8lld %11.1f %11.1f %7.2fx %10.1f %7lld  %s\n", r.shape.c_str(),
                 (long long)r.calls_generic, (long long)r.calls_jit, r.ns_generic * 1e-3, r.ns_jit * 1e-3, r.speedup(),
-                r.compile_us, (long long)r.code_bytes, tier_note(r, threshold).c_str());
+                r.compile_us, (long long)r.code_bytes, tier_note(r, threshold, stats.at("backend")).c_str());
     total_us += r.time_spent_us();
     generic += r.calls_generic;
     jit += r.calls_jit;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <convjit/convjit.hpp>
@@ -70,30 +71,43 @@ bool parse(int argc, char** argv, Options* o, std::string* error) {
       return false;
     }
     const std::string value = argv[++i];
-    char* end = nullptr;
-    auto number = [&](double minimum) {
+    // Integers must parse whole and fit; the learning rate is the one real number.
+    auto integer = [&](int64_t minimum, int64_t maximum) {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || errno != 0 || v < minimum || v > maximum) {
+        *error = "bad value for " + arg + ": " + value + " (an integer in " + std::to_string(minimum) + ".." +
+                 std::to_string(maximum) + ")";
+      }
+      return int64_t(v);
+    };
+    auto real = [&]() {
+      char* end = nullptr;
       const double v = std::strtod(value.c_str(), &end);
-      if (*end != '\0' || !(v >= minimum)) *error = "bad value for " + arg + ": " + value;
+      if (value.empty() || *end != '\0' || !(v > 0) || !std::isfinite(v))
+        *error = "bad value for " + arg + ": " + value;
       return v;
     };
+    constexpr int64_t kIntMax = int64_t(1) << 30;
     if (arg == "--data")
       o->data = value;
     else if (arg == "--epochs")
-      o->epochs = int(number(1));
+      o->epochs = int(integer(1, kIntMax));
     else if (arg == "--batch")
-      o->batch = int(number(1));
+      o->batch = int(integer(1, 1 << 20));
     else if (arg == "--optimizer")
       o->optimizer = value;
     else if (arg == "--lr")
-      o->lr = number(1e-12);
+      o->lr = real();
     else if (arg == "--threads")
-      o->threads = int(number(0));
+      o->threads = int(integer(0, 1024));
     else if (arg == "--limit")
-      o->limit = int64_t(number(0));
+      o->limit = integer(0, INT64_MAX);
     else if (arg == "--seed")
-      o->seed = uint32_t(number(0));
+      o->seed = uint32_t(integer(0, UINT32_MAX));
     else if (arg == "--log-every")
-      o->log_every = int(number(1));
+      o->log_every = int(integer(1, kIntMax));
     else if (arg == "--loss-trace")
       o->loss_trace = value;
     else
