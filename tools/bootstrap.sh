@@ -13,6 +13,9 @@ packages=(
   libopenblas-dev libdnnl-dev        # benchmark comparisons, found optionally
 )
 
+# bench/plot.py only: `bootstrap.sh --plots`.
+if [ "${1:-}" = "--plots" ]; then packages+=(python3-matplotlib); fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
