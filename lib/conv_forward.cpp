@@ -25,12 +25,16 @@ struct ForwardTiling {
   int64_t tasks() const { return pixel_tiles * oc_chunks; }  // per (n, group, od)
 };
 
-ForwardTiling plan_forward(const ConvGeometry& g, int threads) {
+// packs_patches: the tile packs im2col panels (so tiles are sized to keep them in L2); other
+// tiles (direct, row kernels) take whole planes unless the threads need more tasks.
+// oc_granule: channel chunks are multiples of it (the register tile's rows, or a prepare block).
+ForwardTiling plan_forward(const ConvGeometry& g, int threads, bool packs_patches, int64_t oc_granule) {
   ForwardTiling t{};
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t panels = (pixels + kTileCols - 1) / kTileCols;
   // Enough tiles that one tile's packed panels stay near kPackedFloatsTarget ...
-  int64_t tiles = std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget);
+  int64_t tiles =
+      packs_patches ? std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget) : 1;
   // ... and that every thread has some, when the planes are few.
   const int64_t planes = g.batch * g.groups * g.out[0];
   const int64_t wanted = 4 * int64_t(threads);
@@ -39,12 +43,12 @@ ForwardTiling plan_forward(const ConvGeometry& g, int threads) {
   t.pixel_tile = (panels + tiles - 1) / tiles * kTileCols;
   t.pixel_tiles = (pixels + t.pixel_tile - 1) / t.pixel_tile;
   // Still few tiles (one small plane): split the channels too.
+  const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
   t.oc_chunks = 1;
   if (planes * t.pixel_tiles < wanted) {
-    t.oc_chunks = std::min((wanted + planes * t.pixel_tiles - 1) / (planes * t.pixel_tiles),
-                           (g.oc_per_group + kTileRows - 1) / kTileRows);
+    t.oc_chunks = std::min((wanted + planes * t.pixel_tiles - 1) / (planes * t.pixel_tiles), granules);
   }
-  t.oc_chunk = ((g.oc_per_group + t.oc_chunks - 1) / t.oc_chunks + kTileRows - 1) / kTileRows * kTileRows;
+  t.oc_chunk = (granules + t.oc_chunks - 1) / t.oc_chunks * oc_granule;
   t.oc_chunks = (g.oc_per_group + t.oc_chunk - 1) / t.oc_chunk;
   return t;
 }
@@ -158,12 +162,13 @@ Status validate_conv_forward(const convjit_conv_params* params, const float* x, 
 
 void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* specialized, int threads, const float* x,
                       const float* w, const float* bias, bool relu, float* y) {
-  const ForwardTiling tiling = plan_forward(g, threads);
-  const int64_t pixels = g.out[1] * g.out[2];
   const convjit_conv_tile_fn generic = generic_tile(g);
   // A kernel with prepare packs the weights of oc_block channels at a time ahead of the scratch
   // the generic tile uses.
   const bool prepared = specialized && specialized->prepare;
+  const ForwardTiling tiling = plan_forward(g, threads, !specialized && generic == conv_tile_generic,
+                                            prepared ? specialized->oc_block : kTileRows);
+  const int64_t pixels = g.out[1] * g.out[2];
   const int64_t oc_block = prepared ? specialized->oc_block : tiling.oc_chunk;
   const int64_t prepared_floats = prepared ? g.reduction * oc_block : 0;
 

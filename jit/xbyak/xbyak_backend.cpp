@@ -23,10 +23,14 @@ class XbyakBackend : public Backend {
   // so short rows are its ground (measured: resnet_3x3_7, 7-pixel rows, runs 2x faster generic).
   // NHWC kernels block 16 output channels; with fewer than 4 per group they mostly compute zeros.
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
-    const int64_t block = key.layout == CONVJIT_NCHW ? 8 * xbyak::plan_nchw(key).vectors : 2 * xbyak::kNhwcPixelBlock;
+    // NHWC: 16, not its 6-pixel block: each 16-channel block rebuilds the padded rows (resnet_3x3_14 lost).
+    const int64_t block = key.layout == CONVJIT_NCHW ? 8 * xbyak::plan_nchw(key).vectors : 16;
     if (p.out[2] < block) {
       return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(block) +
              ": the generic tier packs several rows per panel";
+    }
+    if (key.layout == CONVJIT_NCHW && key.stride[2] == 2 && p.taps == 1) {  // resnet_1x1_s2: 53 vs 90 GFLOP/s
+      return "1x1 kernel with stride 2: the shuffles cost more than the generic tile's packing";
     }
     if (key.layout == CONVJIT_NHWC && p.oc_per_group < 4) {
       return std::to_string(p.oc_per_group) + " output channels per group: NHWC kernels block 16";
