@@ -125,25 +125,82 @@ bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, in
   return true;
 }
 
-// A tile through a row kernel: row segment by row segment, each with its input view; a segment
-// shorter than the kernel's block, or whose padded copy would not fit the scratch, goes to the
-// generic tile (same numbers).
+// The row segments of a tile, each at most max_pixels long (split evenly, so no piece is much
+// shorter than the rest): fn(oh, ow, count, done), done = pixels of the tile before it.
+template <typename Fn>
+void for_each_row_segment(const ConvGeometry& g, const convjit_conv_tile& tile, int64_t max_pixels, Fn&& fn) {
+  int64_t oh = tile.oh, ow = tile.ow;
+  for (int64_t done = 0; done < tile.pixel_count; ow = 0, ++oh) {
+    const int64_t row = std::min(g.out[2] - ow, tile.pixel_count - done);
+    const int64_t pieces = (row + max_pixels - 1) / max_pixels, piece = (row + pieces - 1) / pieces;
+    for (int64_t first = 0; first < row; first += piece) {
+      const int64_t count = std::min(piece, row - first);
+      fn(oh, ow + first, count, done + first);
+    }
+    done += row;
+  }
+}
+
+// The longest row segment whose padded view fits `capacity` floats.
+int64_t max_view_pixels(const ConvGeometry& g, int64_t capacity) {
+  const int64_t per_position = g.ic_per_group * g.kernel[0] * g.kernel[1];
+  const int64_t positions = capacity / per_position - (g.kernel[2] - 1) * g.dilation[2];
+  return positions < 1 ? 0 : (positions - 1) / g.stride[2] + 1;
+}
+
+// A tile through a prepared row kernel, rows outside: each row's view is made once and every
+// channel block of [first_oc, end_oc) runs on it, its weights packed again per row. y_tile is y at
+// (n, channel 0, od, first pixel of the tile).
+void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn generic,
+                                  const convjit_conv_kernel& specialized, const convjit_conv_tile& tile,
+                                  int64_t first_oc, int64_t end_oc, const float* w, const float* bias, float* y_tile,
+                                  float* packed) {
+  const int64_t max_pixels = std::max<int64_t>(1, max_view_pixels(g, tile.scratch_floats));
+  for_each_row_segment(g, tile, max_pixels, [&](int64_t oh, int64_t ow, int64_t count, int64_t done) {
+    convjit_conv_tile row = tile;
+    row.oh = oh;
+    row.ow = ow;
+    row.pixel_count = count;
+    const bool viewed = count >= specialized.min_row_pixels &&
+                        make_view(g, tile.x, tile.od, oh, ow, count, tile.scratch, tile.scratch_floats, &row);
+    for (int64_t oc = first_oc; oc < end_oc; oc += specialized.oc_block) {
+      convjit_conv_tile block = viewed ? row : tile;
+      block.oh = oh;
+      block.ow = ow;
+      block.pixel_count = count;
+      block.w = w + oc * g.reduction;
+      block.bias = bias ? bias + oc : nullptr;
+      block.y = y_tile + oc * g.y.channel + done * g.y.spatial[2];
+      block.oc_count = std::min(specialized.oc_block, end_oc - oc);
+      if (viewed) {
+        specialized.prepare(&g, block.w, block.oc_count, packed);
+        specialized.compute(&g, &block);
+      } else {
+        generic(&g, &block);
+      }
+    }
+  });
+}
+
+// A tile through a row kernel: row segment by row segment (long rows split so their padded views
+// fit the scratch), each with its input view; a segment shorter than the kernel's block goes to
+// the generic tile (same numbers).
 void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
               const convjit_conv_tile& tile) {
-  int64_t oh = tile.oh, ow = tile.ow;
-  for (int64_t done = 0; done < tile.pixel_count; done += g.out[2] - ow, ow = 0, ++oh) {
+  const int64_t max_pixels = std::max<int64_t>(1, max_view_pixels(g, tile.scratch_floats));
+  for_each_row_segment(g, tile, max_pixels, [&](int64_t oh, int64_t ow, int64_t count, int64_t done) {
     convjit_conv_tile part = tile;
     part.oh = oh;
     part.ow = ow;
-    part.pixel_count = std::min(g.out[2] - ow, tile.pixel_count - done);
+    part.pixel_count = count;
     part.y = tile.y + done * g.y.spatial[2];
-    if (part.pixel_count >= specialized.min_row_pixels &&
-        make_view(g, tile.x, tile.od, oh, ow, part.pixel_count, tile.scratch, tile.scratch_floats, &part)) {
+    if (count >= specialized.min_row_pixels &&
+        make_view(g, tile.x, tile.od, oh, ow, count, tile.scratch, tile.scratch_floats, &part)) {
       specialized.compute(&g, &part);
     } else {
       generic(&g, &part);
     }
-  }
+  });
 }
 
 }  // namespace
@@ -170,6 +227,12 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
                                             prepared ? specialized->oc_block : kTileRows);
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t oc_block = prepared ? specialized->oc_block : tiling.oc_chunk;
+  // A prepared row kernel's loops: channel blocks outside (each block's weights packed once, its
+  // rows' padded views rebuilt per block), or rows outside (views built once, weights packed per
+  // row), whichever copies less. A long padded row of many channels (conv1d_audio) wants the latter.
+  const int64_t view_floats = g.ic_per_group * g.kernel[0] * g.kernel[1] *
+                              ((g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
+  const bool rows_outer = prepared && specialized->row_kernel && view_floats > g.reduction * oc_block;
   const int64_t prepared_floats = prepared ? g.reduction * oc_block : 0;
 
   parallel_for(threads, g.batch * g.groups * g.out[0] * tiling.tasks(), g.flops(), [&](int64_t task) {
@@ -194,6 +257,11 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
     tile.packed_weights = prepared ? scratch : nullptr;
     tile.scratch = scratch + prepared_floats;
     tile.scratch_floats = int64_t(kScratchFloats);
+    if (rows_outer) {
+      run_rows_then_channel_blocks(g, generic, *specialized, tile, first_oc, end_oc, w, bias,
+                                   y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2], scratch);
+      return;
+    }
     for (int64_t oc = first_oc; oc < end_oc; oc += oc_block) {
       tile.w = w + oc * g.reduction;
       tile.bias = bias ? bias + oc : nullptr;
