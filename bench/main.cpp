@@ -12,6 +12,12 @@
 //
 // Benchmark names: conv_fwd/<shape>/<nchw|nhwc>/<method>, first_call/<shape>,
 // pool_fwd/<shape>/<nchw|nhwc>/<method>. bench/summarize.py turns the JSON output into tables.
+//
+// convjit's tiers: `generic` runs a Runtime whose policy has no backend (tier 0 only); `xbyak` and
+// `llvm` run a Runtime of that backend that compiles on first sight, inline, and never declines
+// (so the specialized kernel itself is timed, compiled before the timed loop); `auto` is the free
+// function on the process default runtime (CONVJIT_* environment), after its hot threshold and
+// compile: what a user gets in steady state, including any "declined, generic is faster" choice.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -22,11 +28,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <convjit/convjit.hpp>
+#include <convjit/runtime.hpp>
 
 #include "im2col_openblas.hpp"
 #include "naive.hpp"
@@ -43,8 +52,62 @@ using convjit::Layout;
 namespace {
 
 int g_threads = 1;
+std::vector<convjit::Backend> g_tiers{convjit::Backend::None};  // plus the usable JIT backends
 
 const char* layout_name(Layout l) { return l == Layout::NHWC ? "nhwc" : "nchw"; }
+
+const char* backend_name(convjit::Backend b) {
+  switch (b) {
+    case convjit::Backend::None: return "generic";
+    case convjit::Backend::Xbyak: return "xbyak";
+    case convjit::Backend::Llvm: return "llvm";
+    default: return "auto";
+  }
+}
+
+// One runtime per tier for the whole process. Backend::None is tier 0 only.
+convjit::Runtime& tier_runtime(convjit::Backend b) {
+  static std::map<int, std::unique_ptr<convjit::Runtime>> runtimes;
+  auto& r = runtimes[int(b)];
+  if (!r) {
+    convjit::Policy p = convjit::Policy::from_environment();
+    p.backend = b;
+    p.hot_threshold = 0;
+    p.async = false;
+    p.decline_slower = false;
+    p.num_threads = 0;
+    r = std::make_unique<convjit::Runtime>(p);
+  }
+  return *r;
+}
+
+// "" when the backend is usable on this host and build, else why not.
+std::string tier_unavailable(convjit::Backend b) {
+  const convjit::RuntimeStats st = tier_runtime(b).stats();
+  if (st.backend != "none" && !st.backend.empty()) return {};
+  return st.backend_unavailable_reason.empty() ? std::string("not available") : st.backend_unavailable_reason;
+}
+
+bool same_dims(const convjit::ConvDims& a, const convjit::ConvDims& b) {
+  if (a.rank != b.rank || a.layout != b.layout || a.mode != b.mode || a.batch != b.batch ||
+      a.in_channels != b.in_channels || a.out_channels != b.out_channels || a.groups != b.groups)
+    return false;
+  for (int i = 0; i < a.rank; ++i)
+    if (a.in_size[i] != b.in_size[i] || a.kernel[i] != b.kernel[i] || a.stride[i] != b.stride[i] ||
+        a.dilation[i] != b.dilation[i] || a.pad_begin[i] != b.pad_begin[i] || a.pad_end[i] != b.pad_end[i])
+      return false;
+  return true;
+}
+
+// The runtime's record of a configuration (identity activation, no bias), if any.
+bool find_config(const convjit::Runtime& rt, const convjit::ConvDims& dims, convjit::ConfigStats* out) {
+  for (const convjit::ConfigStats& c : rt.stats().configurations)
+    if (same_dims(c.dims, dims) && c.activation == convjit::Activation::Identity && !c.has_bias) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Data: random once per (shape, layout) and kept while the benchmarks of that shape run (they are
@@ -104,15 +167,54 @@ void pool_counters(benchmark::State& st, const cb::PoolShape& s) {
 // ---------------------------------------------------------------------------------------------
 // Conv forward.
 
-void bm_conv_generic(benchmark::State& st, const cb::ConvShape* s, Layout l) {
+void bm_conv_tier(benchmark::State& st, const cb::ConvShape* s, Layout l, convjit::Backend b) {
   ConvData& d = conv_data(*s, l);
   const convjit::ConvDims dims = s->dims(l);
+  convjit::Runtime& rt = tier_runtime(b);
   try {
-    convjit::conv_forward(dims, d.x.data(), d.w.data(), d.y.data());  // warm-up, untimed
+    rt.conv_forward(dims, d.x.data(), d.w.data(), nullptr, convjit::Activation::Identity, d.y.data());  // compiles
+    rt.wait_for_compiles();
+    rt.conv_forward(dims, d.x.data(), d.w.data(), nullptr, convjit::Activation::Identity, d.y.data());  // warm-up
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());
     return;
   }
+  if (b != convjit::Backend::None) {
+    convjit::ConfigStats c;
+    if (!find_config(rt, dims, &c)) {
+      st.SkipWithError("configuration missing from the runtime's stats");
+      return;
+    }
+    if (c.state != "jit") {
+      st.SkipWithError((std::string(backend_name(b)) + ": " + c.state + (c.failure.empty() ? "" : ": " + c.failure)).c_str());
+      return;
+    }
+    st.SetLabel(c.kernel);
+  }
+  for (auto _ : st) {
+    rt.conv_forward(dims, d.x.data(), d.w.data(), nullptr, convjit::Activation::Identity, d.y.data());
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  conv_counters(st, *s);
+}
+
+// The free function on the process default runtime, past its hot threshold and compile.
+void bm_conv_auto(benchmark::State& st, const cb::ConvShape* s, Layout l) {
+  ConvData& d = conv_data(*s, l);
+  const convjit::ConvDims dims = s->dims(l);
+  convjit::Runtime& rt = convjit::Runtime::process_default();
+  try {
+    const int64_t warm = std::max<int64_t>(2, rt.policy().hot_threshold + 1);
+    for (int64_t i = 0; i < warm; ++i) convjit::conv_forward(dims, d.x.data(), d.w.data(), d.y.data());
+    rt.wait_for_compiles();
+    convjit::conv_forward(dims, d.x.data(), d.w.data(), d.y.data());
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  convjit::ConfigStats c;
+  if (find_config(rt, dims, &c)) st.SetLabel(c.state == "jit" ? c.kernel : c.state);
   for (auto _ : st) {
     convjit::conv_forward(dims, d.x.data(), d.w.data(), d.y.data());
     benchmark::DoNotOptimize(d.y.data());
@@ -278,6 +380,7 @@ void bm_pool_onednn(benchmark::State& st, const cb::PoolShape* s, Layout l) {
 
 struct Checker {
   int failures = 0;
+  std::vector<convjit::Backend> tiers;  // generic plus the usable JIT backends
 
   // max |got - ref| / max |ref|, with the tolerance of the design (1e-4, scaled for long reductions).
   void compare(const std::string& what, const float* got, const float* ref, int64_t count, int64_t reduction) {
@@ -325,17 +428,30 @@ struct Checker {
     cb::to_channels_last(w.data(), s.oc, s.ic / s.groups, sp_k, wl.data());
     auto reset = [&] { std::fill(y.data(), y.data() + y.size(), NAN); };
 
-    guarded("generic nchw", [&] {
-      reset();
-      convjit::conv_forward(s.dims(Layout::NCHW), x.data(), w.data(), y.data());
-      compare("generic nchw", y.data(), ref.data(), y.size(), K);
-    });
-    guarded("generic nhwc", [&] {
-      std::fill(yl.data(), yl.data() + yl.size(), NAN);
-      convjit::conv_forward(s.dims(Layout::NHWC), xl.data(), wl.data(), yl.data());
-      cb::from_channels_last(yl.data(), s.n, s.oc, sp_out, y.data());
-      compare("generic nhwc", y.data(), ref.data(), y.size(), K);
-    });
+    for (convjit::Backend b : tiers)
+      for (Layout l : {Layout::NCHW, Layout::NHWC}) {
+        const std::string what = std::string(backend_name(b)) + " " + layout_name(l);
+        guarded(what, [&] {
+          convjit::Runtime& rt = tier_runtime(b);
+          const bool nhwc = l == Layout::NHWC;
+          cb::Buffer& out = nhwc ? yl : y;
+          std::fill(out.data(), out.data() + out.size(), NAN);
+          rt.conv_forward(s.dims(l), nhwc ? xl.data() : x.data(), nhwc ? wl.data() : w.data(), nullptr,
+                          convjit::Activation::Identity, out.data());
+          rt.wait_for_compiles();
+          if (b != convjit::Backend::None) {  // the first call may have run generic while compiling
+            std::fill(out.data(), out.data() + out.size(), NAN);
+            rt.conv_forward(s.dims(l), nhwc ? xl.data() : x.data(), nhwc ? wl.data() : w.data(), nullptr,
+                            convjit::Activation::Identity, out.data());
+          }
+          if (nhwc) cb::from_channels_last(yl.data(), s.n, s.oc, sp_out, y.data());
+          std::string label = what;
+          convjit::ConfigStats c;
+          if (b != convjit::Backend::None && find_config(rt, s.dims(l), &c))
+            label += " [" + (c.state == "jit" ? c.kernel : c.state) + "]";
+          compare(label, y.data(), ref.data(), y.size(), K);
+        });
+      }
     guarded("naive", [&] {
       reset();
       cb::naive_conv_forward(s, x.data(), w.data(), y.data());
@@ -377,22 +493,27 @@ struct Checker {
         compare("onednn_blocked [" + conv.impl() + "]", y.data(), ref.data(), y.size(), K);
       });
     }
-    // The fused post-ops and convolution mode, through the same generic path.
+    // The fused post-ops and convolution mode, on every tier.
     if (s.flops() < 4e8) {
       cb::reference_conv_forward(s, true, x.data(), w.data(), b.data(), true, ref.data());
-      guarded("generic nchw conv-mode+bias+relu", [&] {
-        reset();
-        convjit::conv_forward(s.dims(Layout::NCHW, convjit::Mode::Convolution), x.data(), w.data(), b.data(),
-                              convjit::Activation::Relu, y.data());
-        compare("generic nchw conv-mode+bias+relu", y.data(), ref.data(), y.size(), K);
-      });
-      guarded("generic nhwc conv-mode+bias+relu", [&] {
-        std::fill(yl.data(), yl.data() + yl.size(), NAN);
-        convjit::conv_forward(s.dims(Layout::NHWC, convjit::Mode::Convolution), xl.data(), wl.data(), b.data(),
-                              convjit::Activation::Relu, yl.data());
-        cb::from_channels_last(yl.data(), s.n, s.oc, sp_out, y.data());
-        compare("generic nhwc conv-mode+bias+relu", y.data(), ref.data(), y.size(), K);
-      });
+      for (convjit::Backend tier : tiers)
+        for (Layout l : {Layout::NCHW, Layout::NHWC}) {
+          const std::string what = std::string(backend_name(tier)) + " " + layout_name(l) + " conv-mode+bias+relu";
+          guarded(what, [&] {
+            convjit::Runtime& rt = tier_runtime(tier);
+            const bool nhwc = l == Layout::NHWC;
+            cb::Buffer& out = nhwc ? yl : y;
+            const convjit::ConvDims dims = s.dims(l, convjit::Mode::Convolution);
+            for (int call = 0; call < 2; ++call) {
+              std::fill(out.data(), out.data() + out.size(), NAN);
+              rt.conv_forward(dims, nhwc ? xl.data() : x.data(), nhwc ? wl.data() : w.data(), b.data(),
+                              convjit::Activation::Relu, out.data());
+              rt.wait_for_compiles();
+            }
+            if (nhwc) cb::from_channels_last(yl.data(), s.n, s.oc, sp_out, y.data());
+            compare(what, y.data(), ref.data(), y.size(), K);
+          });
+        }
     }
   }
 
@@ -465,9 +586,16 @@ void register_all(const cb::ShapeSet& set) {
         ->Iterations(1)
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark((base + "nchw/generic").c_str(), bm_conv_generic, &s, Layout::NCHW)
-        ->UseRealTime()
-        ->Unit(benchmark::kMicrosecond);
+    auto convjit_tiers = [&](Layout l) {
+      for (convjit::Backend b : g_tiers)
+        benchmark::RegisterBenchmark((base + layout_name(l) + "/" + backend_name(b)).c_str(), bm_conv_tier, &s, l, b)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((base + layout_name(l) + "/auto").c_str(), bm_conv_auto, &s, l)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    };
+    convjit_tiers(Layout::NCHW);
     benchmark::RegisterBenchmark((base + "nchw/naive").c_str(), bm_conv_naive, &s)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
@@ -485,9 +613,7 @@ void register_all(const cb::ShapeSet& set) {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
-    benchmark::RegisterBenchmark((base + "nhwc/generic").c_str(), bm_conv_generic, &s, Layout::NHWC)
-        ->UseRealTime()
-        ->Unit(benchmark::kMicrosecond);
+    convjit_tiers(Layout::NHWC);
     if (cb::have_onednn()) {
       benchmark::RegisterBenchmark((base + "nhwc/onednn_plain").c_str(), bm_conv_onednn, &s,
                                    cb::DnnlConvKind::PlainNHWC)
@@ -573,9 +699,20 @@ int main(int argc, char** argv) {
     convjit::conv_forward(warm.dims(Layout::NHWC), x.data(), w.data(), y.data());
   }
 
+  std::string tier_notes;
+  for (convjit::Backend b : {convjit::Backend::Xbyak, convjit::Backend::Llvm}) {
+    const std::string why = tier_unavailable(b);
+    if (why.empty())
+      g_tiers.push_back(b);
+    else
+      tier_notes += std::string(tier_notes.empty() ? "" : "; ") + backend_name(b) + ": " + why;
+  }
+
   if (check) {
-    std::printf("convjit_bench --check: %d thread(s), shapes from %s\n", g_threads, shapes_path.c_str());
+    std::printf("convjit_bench --check: %d thread(s), shapes from %s%s%s\n", g_threads, shapes_path.c_str(),
+                tier_notes.empty() ? "" : "; not checked: ", tier_notes.c_str());
     Checker c;
+    c.tiers = g_tiers;
     for (const auto& s : set.conv) c.conv(s);
     for (const auto& s : set.pool) c.pool(s);
     std::printf("check: %d failure(s)\n", c.failures);
@@ -590,6 +727,13 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("convjit_num_threads", std::to_string(convjit::num_threads()));
   benchmark::AddCustomContext("shapes_file", shapes_path);
   benchmark::AddCustomContext("fma_peak_gflops_per_core", "94");
+  {
+    std::string tiers;
+    for (convjit::Backend b : g_tiers) tiers += std::string(tiers.empty() ? "" : ",") + backend_name(b);
+    benchmark::AddCustomContext("convjit_tiers", tiers);
+    if (!tier_notes.empty()) benchmark::AddCustomContext("convjit_tiers_unavailable", tier_notes);
+    benchmark::AddCustomContext("convjit_default_backend", convjit::Runtime::process_default().stats().backend);
+  }
   benchmark::AddCustomContext("openblas", cb::have_openblas() ? "yes" : "no");
   benchmark::AddCustomContext("onednn", cb::have_onednn() ? "yes" : "no");
   for (const char* var : {"CONVJIT_BACKEND", "CONVJIT_HOT_THRESHOLD", "ONEDNN_MAX_CPU_ISA", "OMP_WAIT_POLICY"})

@@ -12,7 +12,7 @@ import sys
 # (label, benchmark method paths, colour): a series takes the best of its paths.
 SERIES = [
     ("generic (tier 0)", ["nchw/generic"], "#8c8c8c"),
-    ("xbyak JIT", ["nchw/xbyak"], "#d62728"),
+    ("runtime when hot (Xbyak JIT where it wins)", ["nchw/auto"], "#d62728"),
     ("im2col+OpenBLAS", ["nchw/im2col_openblas"], "#1f77b4"),
     ("oneDNN (best of plain and blocked)", ["nchw/onednn_plain", "any/onednn_blocked"], "#2ca02c"),
     ("naive loop", ["nchw/naive"], "#bcbd22"),

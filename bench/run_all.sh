@@ -15,9 +15,9 @@ MAX_OTHER=${MAX_OTHER:-0.15}
 BIN=$BUILD/bench/convjit_bench
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
-"$BIN" --threads=1 --check-only > "$OUT/check.txt" || { cat "$OUT/check.txt"; echo "check failed" >&2; }
 files=""
 for t in $THREADS; do
+  "$BIN" --threads="$t" --check-only > "$OUT/check$t.txt" || { cat "$OUT/check$t.txt"; echo "check failed" >&2; }
   python3 "$HERE/run_quiet.py" --bin "$BIN" --threads "$t" --reps "$REPS" --min-time "$MIN_TIME" \
     --max-other "$MAX_OTHER" --out "$OUT/threads$t.json"
   files="$files $OUT/threads$t.json"

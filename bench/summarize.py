@@ -19,10 +19,18 @@ from collections import defaultdict
 
 SKIP_PARTS = {"real_time", "manual_time", "process_time"}
 
-CONV_METHODS = [
-    # (key, column title)
+TIER_METHODS = [
+    # (key, column title): convjit's tiers, shown when the run has them
     (("nchw", "generic"), "generic nchw"),
     (("nhwc", "generic"), "generic nhwc"),
+    (("nchw", "xbyak"), "xbyak nchw"),
+    (("nhwc", "xbyak"), "xbyak nhwc"),
+    (("nchw", "llvm"), "llvm nchw"),
+    (("nhwc", "llvm"), "llvm nhwc"),
+    (("nchw", "auto"), "auto nchw"),
+    (("nhwc", "auto"), "auto nhwc"),
+]
+BASELINE_METHODS = [
     (("nchw", "naive"), "naive"),
     (("nchw", "im2col_openblas"), "im2col+OpenBLAS"),
     (("nchw", "onednn_plain"), "oneDNN plain nchw"),
@@ -30,6 +38,9 @@ CONV_METHODS = [
     (("nhwc", "onednn_wany"), "oneDNN nhwc (w any)"),
     (("nhwc", "onednn_plain"), "oneDNN plain nhwc"),
 ]
+CONV_METHODS = TIER_METHODS + BASELINE_METHODS
+GENERIC_KEYS = [("nchw", "generic"), ("nhwc", "generic")]
+CONVJIT_KEYS = [k for k, _ in TIER_METHODS]
 ONEDNN_KEYS = [("nchw", "onednn_plain"), ("any", "onednn_blocked"), ("nhwc", "onednn_wany"), ("nhwc", "onednn_plain")]
 
 POOL_METHODS = [
@@ -132,6 +143,11 @@ def gflops(run, shape, key):
     return e.get("GFLOP/s") if e else None
 
 
+def best(values):
+    vals = [v for v in values if v]
+    return max(vals) if vals else None
+
+
 def conv_rows(run):
     rows = []
     for shape in conv_shapes_in(run):
@@ -143,48 +159,88 @@ def conv_rows(run):
                 mflop = e["MFLOP"]
                 break
         gen = g[("nchw", "generic")]
-        gen_best = max([v for v in (g[("nchw", "generic")], g[("nhwc", "generic")]) if v] or [0]) or None
-        dnn_best = max([g[k] for k in ONEDNN_KEYS if g[k]] or [0]) or None
+        gen_best = best(g[k] for k in GENERIC_KEYS)
+        any_best = best(g[k] for k in CONVJIT_KEYS)
+        dnn_best = best(g[k] for k in ONEDNN_KEYS)
+        peak = run["peak"] * run["threads"]
         rows.append({
             "shape": shape, "mflop": mflop, "g": g,
             "vs_im2col": ratio(gen, g[("nchw", "im2col_openblas")]),
             "vs_naive": ratio(gen, g[("nchw", "naive")]),
             "vs_onednn": ratio(gen_best, dnn_best),
-            "peak": (gen_best / (run["peak"] * run["threads"]) * 100) if gen_best else None,
+            "peak": (gen_best / peak * 100) if gen_best else None,
+            "best_vs_im2col": ratio(any_best, g[("nchw", "im2col_openblas")]),
+            "best_vs_onednn": ratio(any_best, dnn_best),
+            "best_peak": (any_best / peak * 100) if any_best else None,
         })
     return rows
 
 
-def print_conv_table(run, rows):
-    t = run["threads"]
-    print(f"### Conv forward, {t} thread{'s' if t != 1 else ''} — GFLOP/s (median of repetitions)\n")
-    cols = [title for _, title in CONV_METHODS]
-    head = ["shape", "MFLOP"] + cols + ["gen/im2col", "gen/naive", "gen/oneDNN", "% peak"]
+def present(rows, methods):
+    return [(k, t) for k, t in methods if any(r["g"].get(k) for r in rows)]
+
+
+def pct(v):
+    return "–" if v is None else f"{v:.1f}%"
+
+
+def print_table(head, body):
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|")
+    for cells in body:
+        print("| " + " | ".join(cells) + " |")
+
+
+def geomean_rows(rows):
+    out = [("geomean, all conv", rows)]
+    seed = [r for r in rows if r["shape"].startswith("seed_chain")]
+    if seed:
+        out.append(("geomean, seed_chain", seed))
+    return out
+
+
+def print_conv_table(run, rows):
+    t = run["threads"]
+    ts = f"{t} thread{'s' if t != 1 else ''}"
+    tiers = present(rows, TIER_METHODS)
+    base = present(rows, BASELINE_METHODS)
+    print(f"### Conv forward, {ts}: convjit tiers, GFLOP/s (median of repetitions)\n")
+    head = ["shape", "MFLOP"] + [title for _, title in tiers] + ["best tier / im2col", "best tier / oneDNN",
+                                                                  "best tier % peak"]
+    body = []
     for r in rows:
-        cells = [r["shape"], fmt(r["mflop"])] + [fmt(r["g"][k]) for k, _ in CONV_METHODS]
-        cells += [fmt_ratio(r["vs_im2col"]), fmt_ratio(r["vs_naive"]), fmt_ratio(r["vs_onednn"]),
-                  "–" if r["peak"] is None else f"{r['peak']:.1f}%"]
-        print("| " + " | ".join(cells) + " |")
-    for title, sel in (("geomean, all conv", rows),
-                       ("geomean, seed_chain", [r for r in rows if r["shape"].startswith("seed_chain")])):
-        if not sel:
-            continue
-        cells = [f"**{title}**", ""]
-        cells += [fmt(geomean([r["g"][k] for r in sel])) for k, _ in CONV_METHODS]
-        cells += [fmt_ratio(geomean([r[k] for r in sel])) for k in ("vs_im2col", "vs_naive", "vs_onednn")]
-        gp = geomean([r["peak"] for r in sel])
-        cells.append("–" if gp is None else f"{gp:.1f}%")
-        print("| " + " | ".join(cells) + " |")
+        body.append([r["shape"], fmt(r["mflop"])] + [fmt(r["g"][k]) for k, _ in tiers] +
+                    [fmt_ratio(r["best_vs_im2col"]), fmt_ratio(r["best_vs_onednn"]), pct(r["best_peak"])])
+    for title, sel in geomean_rows(rows):
+        body.append([f"**{title}**", ""] + [fmt(geomean([r["g"][k] for r in sel])) for k, _ in tiers] +
+                    [fmt_ratio(geomean([r[k] for r in sel])) for k in ("best_vs_im2col", "best_vs_onednn")] +
+                    [pct(geomean([r["best_peak"] for r in sel]))])
+    print_table(head, body)
     print()
-    print("gen/im2col and gen/naive: generic NCHW over the NCHW baseline. gen/oneDNN: best generic layout "
-          "over the best oneDNN variant. % peak: best generic layout over "
-          f"{run['peak']:g} GFLOP/s × {t} thread(s).\n")
+    print(f"### Conv forward, {ts}: baselines, GFLOP/s, and the generic tier's ratios\n")
+    head = ["shape"] + [title for _, title in base] + ["gen/im2col", "gen/naive", "gen/oneDNN", "gen % peak"]
+    body = []
+    for r in rows:
+        body.append([r["shape"]] + [fmt(r["g"][k]) for k, _ in base] +
+                    [fmt_ratio(r["vs_im2col"]), fmt_ratio(r["vs_naive"]), fmt_ratio(r["vs_onednn"]), pct(r["peak"])])
+    for title, sel in geomean_rows(rows):
+        body.append([f"**{title}**"] + [fmt(geomean([r["g"][k] for r in sel])) for k, _ in base] +
+                    [fmt_ratio(geomean([r[k] for r in sel])) for k in ("vs_im2col", "vs_naive", "vs_onednn")] +
+                    [pct(geomean([r["peak"] for r in sel]))])
+    print_table(head, body)
+    print()
+    print("gen/im2col and gen/naive: generic NCHW over the NCHW baseline. gen/oneDNN: the better generic layout "
+          "over the best oneDNN variant. best tier: the fastest convjit tier and layout (generic, xbyak, llvm, auto). "
+          f"% peak: over {run['peak']:g} GFLOP/s × {t} thread(s).\n")
     errs = {k: v for k, v in run["errors"].items() if k and k[0] == "conv_fwd"}
-    if errs:
+    ref_only = {k: v for k, v in errs.items() if "ref:any" in v}
+    other = {k: v for k, v in errs.items() if k not in ref_only}
+    if ref_only:
+        print(f"oneDNN plain nhwc (nhwc + ohwi weights) runs oneDNN's `ref:any` kernel; not timed above 20 MFLOP "
+              f"({len(ref_only)} shapes, \"–\").\n")
+    if other:
         print("Skipped / failed:")
-        for k, v in errs.items():
+        for k, v in other.items():
             print(f"- `{'/'.join(k)}`: {v}")
         print()
 
@@ -221,13 +277,23 @@ def print_first_call(run):
         return
     t = run["threads"]
     print(f"### First call of a fresh configuration vs later calls, {t} thread{'s' if t != 1 else ''} "
-          "(generic tier; medians)\n")
-    print("| shape | first call µs | later call µs | first/later |")
-    print("|---|--:|--:|--:|")
+          "(free function, default runtime; medians)\n")
+    print("| shape | first call µs | later calls µs | first/later | generic steady µs | first/generic |")
+    print("|---|--:|--:|--:|--:|--:|")
+    ratios = []
     for shape, e in rows:
+        g = run["data"].get(("conv_fwd", shape, "nchw", "generic"))
+        gen_us = seconds(g) * 1e6 if g else None
+        r = ratio(e.get("first_us"), gen_us)
+        ratios.append(r)
         print(f"| {shape} | {fmt(e.get('first_us'))} | {fmt(e.get('later_us'))} | "
-              f"{fmt_ratio(e.get('first_over_later'))} |")
-    print()
+              f"{fmt_ratio(e.get('first_over_later'))} | {fmt(gen_us)} | {fmt_ratio(r)} |")
+    print(f"| **geomean** | | | {fmt_ratio(geomean([e.get('first_over_later') for _, e in rows]))} | | "
+          f"{fmt_ratio(geomean(ratios))} |")
+    print("\nfirst call: one call of a configuration the process has not seen (a post-op/mode variant per "
+          "repetition); later calls: median of the calls right after it (they switch to the JIT tier once it is "
+          "compiled, so first/later > 1 mostly measures the JIT's gain); generic steady: the generic tier's "
+          "steady-state NCHW time, so first/generic is the set-up a first call costs.\n")
 
 
 def print_pool(run):
@@ -276,7 +342,7 @@ def print_scaling(runs, shapes_meta):
     print("Target: ≥ 1.7× at 2 threads on shapes with n ≥ 4 or oc ≥ 64 (judged on the better generic layout).\n")
     head = ["shape", "n", "oc", f"generic nchw {ts[0]}T", f"generic nchw {ts[-1]}T", "speedup nchw",
             f"generic nhwc {ts[0]}T", f"generic nhwc {ts[-1]}T", "speedup nhwc", "speedup best",
-            "im2col speedup", "oneDNN best speedup", "target"]
+            "best tier speedup", "im2col speedup", "oneDNN best speedup", "target"]
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join(["---"] + ["--:"] * (len(head) - 2) + ["---"]) + "|")
     for shape in conv_shapes_in(t1):
@@ -286,6 +352,7 @@ def print_scaling(runs, shapes_meta):
         b = {k: gflops(tn, shape, k) for k, _ in CONV_METHODS}
         best_a = max([v for v in (a[("nchw", "generic")], a[("nhwc", "generic")]) if v] or [0]) or None
         best_b = max([v for v in (b[("nchw", "generic")], b[("nhwc", "generic")]) if v] or [0]) or None
+        tier_a, tier_b = best(a[k] for k in CONVJIT_KEYS), best(b[k] for k in CONVJIT_KEYS)
         dnn_a = max([a[k] for k in ONEDNN_KEYS if a[k]] or [0]) or None
         dnn_b = max([b[k] for k in ONEDNN_KEYS if b[k]] or [0]) or None
         sp = ratio(best_b, best_a)
@@ -301,7 +368,7 @@ def print_scaling(runs, shapes_meta):
                  fmt_ratio(ratio(b[("nchw", "generic")], a[("nchw", "generic")])),
                  fmt(a[("nhwc", "generic")]), fmt(b[("nhwc", "generic")]),
                  fmt_ratio(ratio(b[("nhwc", "generic")], a[("nhwc", "generic")])),
-                 fmt_ratio(sp),
+                 fmt_ratio(sp), fmt_ratio(ratio(tier_b, tier_a)),
                  fmt_ratio(ratio(b[("nchw", "im2col_openblas")], a[("nchw", "im2col_openblas")])),
                  fmt_ratio(ratio(dnn_b, dnn_a)), verdict]
         print("| " + " | ".join(cells) + " |")
