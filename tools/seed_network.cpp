@@ -17,7 +17,8 @@ void he_init(std::vector<float>& v, int64_t fan_in, std::mt19937& rng) {
 
 }  // namespace
 
-SeedNetwork::SeedNetwork(int64_t max_batch, uint32_t seed) : max_batch_(max_batch) {
+SeedNetwork::SeedNetwork(int64_t max_batch, uint32_t seed, ConvOps* ops)
+    : ops_(ops ? *ops : default_ops_), max_batch_(max_batch) {
   const int64_t batch = max_batch;
   std::mt19937 rng(seed);
   int64_t size = kImageSize;
@@ -53,9 +54,10 @@ float SeedNetwork::forward(const float* x, const int32_t* labels, int64_t batch)
   if (batch < 1 || batch > max_batch_) throw std::invalid_argument("batch " + std::to_string(batch) + " out of range");
   batch_ = batch;
   const float* input = x;
-  for (ConvLayer& l : layers_) {
+  for (int i = 0; i < kLayers; ++i) {
+    ConvLayer& l = layers_[i];
     l.dims.batch = batch;
-    convjit::conv_forward(l.dims, input, l.w.data(), l.b.data(), convjit::Activation::Relu, l.y.data());
+    ops_.forward_relu(i, l.dims, input, l.w.data(), l.b.data(), l.y.data());
     input = l.y.data();
   }
   labels_.assign(labels, labels + batch_);
@@ -112,19 +114,20 @@ void SeedNetwork::backward(const float* x, bool input_gradient) {
     const size_t count = size_t(l.dims.output_elements());
     for (size_t j = 0; j < count; ++j) l.dy[j] = l.y[j] > 0.0f ? l.dy[j] : 0.0f;
     const float* input = i == 0 ? x : layers_[i - 1].y.data();
-    convjit::conv_backward_filter(l.dims, input, l.dy.data(), l.dw.data());
+    ops_.backward_filter(i, l.dims, input, l.dy.data(), l.dw.data());
     const int64_t pixels = l.dims.output_elements() / (batch_ * l.dims.out_channels);
     for (int64_t c = 0; c < l.dims.out_channels; ++c) {
       float sum = 0.0f;
       for (int64_t n = 0; n < batch_; ++n) {
         const float* plane = l.dy.data() + (n * l.dims.out_channels + c) * pixels;
+#pragma omp simd reduction(+ : sum)  // as in forward: vector partial sums, a fixed association per build
         for (int64_t q = 0; q < pixels; ++q) sum += plane[q];
       }
       l.db[size_t(c)] = sum;
     }
     if (i == 0 && !input_gradient) break;
     float* dx = i == 0 ? dx_scratch_.data() : layers_[i - 1].dy.data();
-    convjit::conv_backward_data(l.dims, l.dy.data(), l.w.data(), dx);
+    ops_.backward_data(i, l.dims, l.dy.data(), l.w.data(), dx);
   }
 }
 

@@ -5,11 +5,43 @@
 #pragma once
 
 #include <convjit/convjit.hpp>
+#include <convjit/runtime.hpp>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 namespace seednet {
+
+// The three convolutions of a training step. convjit's (a Runtime's) by default; bench/ plugs in
+// another library's primitives to time the same network, dense head and all, on them.
+class ConvOps {
+ public:
+  virtual ~ConvOps() = default;
+  virtual void forward_relu(int layer, const convjit::ConvDims& dims, const float* x, const float* w, const float* b,
+                            float* y) = 0;
+  virtual void backward_filter(int layer, const convjit::ConvDims& dims, const float* x, const float* dy,
+                               float* dw) = 0;
+  virtual void backward_data(int layer, const convjit::ConvDims& dims, const float* dy, const float* w,
+                             float* dx) = 0;
+};
+
+class ConvjitOps final : public ConvOps {
+ public:
+  explicit ConvjitOps(convjit::Runtime& runtime = convjit::Runtime::process_default()) : runtime_(runtime) {}
+  void forward_relu(int, const convjit::ConvDims& dims, const float* x, const float* w, const float* b,
+                    float* y) override {
+    runtime_.conv_forward(dims, x, w, b, convjit::Activation::Relu, y);
+  }
+  void backward_filter(int, const convjit::ConvDims& dims, const float* x, const float* dy, float* dw) override {
+    convjit::conv_backward_filter(dims, x, dy, dw);
+  }
+  void backward_data(int, const convjit::ConvDims& dims, const float* dy, const float* w, float* dx) override {
+    runtime_.conv_backward_data(dims, dy, w, dx);
+  }
+
+ private:
+  convjit::Runtime& runtime_;
+};
 
 struct ConvLayer {
   convjit::ConvDims dims;
@@ -21,7 +53,9 @@ class SeedNetwork {
  public:
   static constexpr int kLayers = 6, kClasses = 10, kImageSize = 28;
 
-  SeedNetwork(int64_t max_batch, uint32_t seed);  // He initialization
+  // He initialization; ops (which must outlive the network) runs the convolutions, convjit's
+  // default runtime when null.
+  SeedNetwork(int64_t max_batch, uint32_t seed, ConvOps* ops = nullptr);
 
   // Mean cross-entropy of a batch (<= max_batch images); x is [batch][1][28][28], labels 0..9.
   // The batch size is a runtime value of every layer's dims: no shape is ever fixed.
@@ -43,6 +77,8 @@ class SeedNetwork {
   std::vector<float> dense_w, dense_b, dense_dw, dense_db;
 
  private:
+  ConvjitOps default_ops_;
+  ConvOps& ops_;
   int64_t batch_ = 0, max_batch_;
   ConvLayer layers_[kLayers];
   std::vector<float> probabilities_, logits_grad_, dx_scratch_;
