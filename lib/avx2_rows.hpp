@@ -21,25 +21,29 @@ inline __m256i lanes_inside(int64_t first, int64_t end) {
   return _mm256_and_si256(at_least_zero, below_end);
 }
 
+// The even lanes of a and b, in order: a0 a2 a4 a6 b0 b2 b4 b6.
+inline __m256 even_lanes(__m256 a, __m256 b) {
+  const __m256 even = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
+}
+
+// 8 inputs at positions first + Stride*l of a row, all of them real.
+template <int Stride>
+inline __attribute__((always_inline)) __m256 load_real_inputs(const float* row, int64_t first) {
+  if constexpr (Stride == 1) return _mm256_loadu_ps(row + first);
+  return even_lanes(_mm256_loadu_ps(row + first), _mm256_loadu_ps(row + first + 8));
+}
+
 // 8 inputs at positions first + Stride*l of one input row (of `width` real elements, positions
 // beyond `limit` unwanted), zero where outside.
 template <int Stride>
 inline __attribute__((always_inline)) __m256 load_inputs(const float* row, int64_t first, int64_t width,
                                                          int64_t limit) {
-  const int64_t span = Stride * 8;  // elements the loads cover
   const int64_t end = std::min(width, limit);
-  __m256 a, b;
-  if (first >= 0 && first + span <= end) {
-    a = _mm256_loadu_ps(row + first);
-    if constexpr (Stride == 1) return a;
-    b = _mm256_loadu_ps(row + first + 8);
-  } else {
-    a = _mm256_maskload_ps(row + first, lanes_inside(first, end));
-    if constexpr (Stride == 1) return a;
-    b = _mm256_maskload_ps(row + first + 8, lanes_inside(first + 8, end));
-  }
-  const __m256 even = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
-  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
+  if (first >= 0 && first + Stride * 8 <= end) return load_real_inputs<Stride>(row, first);
+  const __m256 a = _mm256_maskload_ps(row + first, lanes_inside(first, end));
+  if constexpr (Stride == 1) return a;
+  return even_lanes(a, _mm256_maskload_ps(row + first + 8, lanes_inside(first + 8, end)));
 }
 
 // Taps t in [0, n) (weight order) whose input coordinate o*stride - pad + t'*dilation is in

@@ -15,22 +15,124 @@ float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
 }
 
+// Output columns go by in 8-wide vectors from column 0. How each vector's taps meet the input row
+// depends on W alone, so it is worked out once per call, not per row (the seed network's rows are
+// 2-3 vectors): the body, a run of full vectors whose taps are all real, loads plainly; the few
+// edge vectors (padding, the row's last pixels) load through lane masks made here.
+constexpr int kMaxEdgeVectors = 6;
+
+template <int KW, int Stride>
+struct ColumnPlan {
+  struct Edge {
+    int64_t ow;
+    __m256i dy_lanes;              // the vector's real pixels
+    __m256i taps[KW][Stride];      // per tap, the real inputs of its (Stride) loads
+  };
+  int64_t body_begin = 0, body_end = 0;  // columns of the body vectors
+  int edge_count = 0;
+  Edge edges[kMaxEdgeVectors];
+};
+
+int64_t first_input_column(const ConvGeometry& g, int64_t ow) {  // tap 0 in weight order
+  return ow * g.stride[2] - g.pad_begin[2] + (g.flip ? (g.kernel[2] - 1) * g.dilation[2] : 0);
+}
+
+// Vectors of one output row that are not full or read a padded input, given a W geometry.
+int64_t edge_vectors(const ConvGeometry& g) {
+  const int64_t reach_w = (g.kernel[2] - 1) * g.dilation[2], stride = g.stride[2];
+  int64_t edges = 0;
+  for (int64_t ow = 0; ow < g.out[2]; ow += 8) {
+    const int64_t lowest = ow * stride - g.pad_begin[2];
+    edges += ow + 8 > g.out[2] || lowest < 0 || lowest + reach_w + stride * 8 > g.in[2];
+  }
+  return edges;
+}
+
+template <int KW, int Stride>
+ColumnPlan<KW, Stride> plan_columns(const ConvGeometry& g) {
+  const int64_t reach_w = (KW - 1) * g.dilation[2];
+  const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
+  ColumnPlan<KW, Stride> plan;
+  plan.body_begin = plan.body_end = g.out[2];
+  for (int64_t ow = 0; ow < g.out[2]; ow += 8) {
+    const int64_t count = std::min<int64_t>(8, g.out[2] - ow);
+    const int64_t first_w = first_input_column(g, ow);
+    const int64_t lowest = ow * Stride - g.pad_begin[2];
+    if (count == 8 && lowest >= 0 && lowest + reach_w + Stride * 8 <= g.in[2]) {
+      plan.body_begin = std::min(plan.body_begin, ow);
+      plan.body_end = ow + 8;
+      continue;
+    }
+    auto& edge = plan.edges[plan.edge_count++];
+    edge.ow = ow;
+    edge.dy_lanes = lanes_inside(0, count);
+    for (int kw = 0; kw < KW; ++kw) {
+      const int64_t first = first_w + kw * step_w;
+      const int64_t end = std::min(g.in[2], first + Stride * (count - 1) + 1);
+      for (int half = 0; half < Stride; ++half) edge.taps[kw][half] = lanes_inside(first + 8 * half, end);
+    }
+  }
+  return plan;
+}
+
+// One output row's share of the Rows x KW accumulators: every column vector of dy_row against the
+// input rows of the taps (null: a row in the padding, zero products, skipped; only when MayBePadded).
+template <int Rows, int KW, int Stride, bool MayBePadded>
+inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
+                                                           int64_t step_w, const float* const (&rows)[Rows],
+                                                           const float* dy_row, __m256 (&acc)[Rows][KW]) {
+  for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
+    const __m256 grad = _mm256_loadu_ps(dy_row + ow);
+    const int64_t first_w = first_input_column(g, ow);
+#pragma GCC unroll 4
+    for (int r = 0; r < Rows; ++r) {
+      if (MayBePadded && !rows[r]) continue;
+#pragma GCC unroll 8
+      for (int kw = 0; kw < KW; ++kw) {
+        acc[r][kw] = _mm256_fmadd_ps(grad, load_real_inputs<Stride>(rows[r], first_w + kw * step_w), acc[r][kw]);
+      }
+    }
+  }
+  for (int e = 0; e < columns.edge_count; ++e) {
+    const auto& edge = columns.edges[e];
+    const __m256 grad = _mm256_maskload_ps(dy_row + edge.ow, edge.dy_lanes);
+    const int64_t first_w = first_input_column(g, edge.ow);
+#pragma GCC unroll 4
+    for (int r = 0; r < Rows; ++r) {
+      if (MayBePadded && !rows[r]) continue;
+#pragma GCC unroll 8
+      for (int kw = 0; kw < KW; ++kw) {
+        const float* at = rows[r] + first_w + kw * step_w;
+        __m256 in = _mm256_maskload_ps(at, edge.taps[kw][0]);
+        if constexpr (Stride == 2) in = even_lanes(in, _mm256_maskload_ps(at + 8, edge.taps[kw][1]));
+        acc[r][kw] = _mm256_fmadd_ps(grad, in, acc[r][kw]);
+      }
+    }
+  }
+}
+
 // dw[oc][ic][kd][kh0..kh0+Rows)[0..KW) for one group: Rows x KW accumulators stay in registers
 // while every image and output row streams by, each dy vector loaded once for all of them; each
 // accumulator sees its pixels in the same order whatever the blocking.
 template <int Rows, int KW, int Stride>
-void channel_pair(const ConvGeometry& g, const float* x, const float* dy, int64_t group, int64_t oc, int64_t ic,
-                  float* dw) {
+void channel_pair(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns, const float* x, const float* dy,
+                  int64_t group, int64_t oc, int64_t ic, float* dw) {
   const float* x_channel = x + (group * g.ic_per_group + ic) * g.x.channel;
   const float* dy_channel = dy + (group * g.oc_per_group + oc) * g.y.channel;
   float* out = dw + (group * g.oc_per_group + oc) * g.reduction + ic * g.taps;
   const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
-  const int64_t reach_w = (KW - 1) * g.dilation[2];  // input positions one pixel's taps span
   auto input = [&](int d, int64_t o, int64_t t) {
     return o * g.stride[d] - g.pad_begin[d] + (g.flip ? g.kernel[d] - 1 - t : t) * g.dilation[d];
   };
+  const int64_t row_step = g.stride[1] * g.x.spatial[1];  // input rows advance per output row
   for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
     for (int64_t kh0 = 0; kh0 < g.kernel[1]; kh0 += Rows) {
+      // Output rows [oh_begin, oh_end) read only real input rows for every tap of the block.
+      int64_t oh_begin = 0, oh_end = g.out[1];
+      for (int r = 0; r < Rows; ++r) {
+        while (oh_begin < oh_end && input(1, oh_begin, kh0 + r) < 0) ++oh_begin;
+        while (oh_end > oh_begin && input(1, oh_end - 1, kh0 + r) >= g.in[1]) --oh_end;
+      }
       __m256 acc[Rows][KW];
       for (int r = 0; r < Rows; ++r) {
         for (int kw = 0; kw < KW; ++kw) acc[r][kw] = _mm256_setzero_ps();
@@ -39,42 +141,26 @@ void channel_pair(const ConvGeometry& g, const float* x, const float* dy, int64_
         for (int64_t od = 0; od < g.out[0]; ++od) {
           const int64_t id = input(0, od, kd);
           if (id < 0 || id >= g.in[0]) continue;  // padding: zero products
-          for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-            // Input rows of the block's taps; a row in the padding reads zeros (masked, below).
+          const float* plane = x_channel + n * g.x.batch + id * g.x.spatial[0];
+          const float* dy_plane = dy_channel + n * g.y.batch + od * g.y.spatial[0];
+          auto padded_row = [&](int64_t oh) {
             const float* rows[Rows];
-            bool all_real = true;
             for (int r = 0; r < Rows; ++r) {
               const int64_t ih = input(1, oh, kh0 + r);
-              const bool real = ih >= 0 && ih < g.in[1];
-              rows[r] = real ? x_channel + n * g.x.batch + id * g.x.spatial[0] + ih * g.x.spatial[1] : nullptr;
-              all_real &= real;
+              rows[r] = ih >= 0 && ih < g.in[1] ? plane + ih * g.x.spatial[1] : nullptr;
             }
-            const float* dy_row = dy_channel + n * g.y.batch + od * g.y.spatial[0] + oh * g.y.spatial[1];
-            for (int64_t ow = 0; ow < g.out[2]; ow += 8) {
-              const int64_t count = std::min<int64_t>(8, g.out[2] - ow);
-              const int64_t first_w = input(2, ow, 0);  // tap 0 in weight order
-              const int64_t lowest = first_w - (g.flip ? reach_w : 0);
-              const bool inside = all_real && count == 8 && lowest >= 0 && lowest + reach_w + Stride * 8 <= g.in[2];
-              const __m256 grad =
-                  inside ? _mm256_loadu_ps(dy_row + ow) : _mm256_maskload_ps(dy_row + ow, lanes_inside(0, count));
-#pragma GCC unroll 4
-              for (int r = 0; r < Rows; ++r) {
-                if (!inside && !rows[r]) continue;  // zero products
-#pragma GCC unroll 8
-                for (int kw = 0; kw < KW; ++kw) {
-                  const int64_t first = first_w + kw * step_w;
-                  __m256 in;
-                  if (inside) {
-                    in = Stride == 1 ? _mm256_loadu_ps(rows[r] + first)
-                                     : load_inputs<Stride>(rows[r], first, INT64_MAX, INT64_MAX);
-                  } else {  // padding or the row's last pixels: masked lanes are zero products
-                    in = load_inputs<Stride>(rows[r], first, g.in[2], first + Stride * (count - 1) + 1);
-                  }
-                  acc[r][kw] = _mm256_fmadd_ps(grad, in, acc[r][kw]);
-                }
-              }
+            accumulate_row<Rows, KW, Stride, true>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1], acc);
+          };
+          for (int64_t oh = 0; oh < oh_begin; ++oh) padded_row(oh);
+          if (oh_begin < oh_end) {
+            const float* rows[Rows];
+            for (int r = 0; r < Rows; ++r) rows[r] = plane + input(1, oh_begin, kh0 + r) * g.x.spatial[1];
+            for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
+              accumulate_row<Rows, KW, Stride, false>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1], acc);
+              for (int r = 0; r < Rows; ++r) rows[r] += row_step;
             }
           }
+          for (int64_t oh = std::max(oh_begin, oh_end); oh < g.out[1]; ++oh) padded_row(oh);
         }
       }
       for (int r = 0; r < Rows && kh0 + r < g.kernel[1]; ++r) {
@@ -88,13 +174,14 @@ void channel_pair(const ConvGeometry& g, const float* x, const float* dy, int64_
 template <int KW, int Stride>
 void channel_pair_rows(const ConvGeometry& g, const float* x, const float* dy, int64_t group, int64_t oc, int64_t ic,
                        float* dw) {
+  const ColumnPlan<KW, Stride> columns = plan_columns<KW, Stride>(g);
   if constexpr (3 * KW <= 12) {
-    if (g.kernel[1] == 3) return channel_pair<3, KW, Stride>(g, x, dy, group, oc, ic, dw);
+    if (g.kernel[1] == 3) return channel_pair<3, KW, Stride>(g, columns, x, dy, group, oc, ic, dw);
   }
   if constexpr (2 * KW <= 12) {
-    if (g.kernel[1] == 2) return channel_pair<2, KW, Stride>(g, x, dy, group, oc, ic, dw);
+    if (g.kernel[1] == 2) return channel_pair<2, KW, Stride>(g, columns, x, dy, group, oc, ic, dw);
   }
-  channel_pair<1, KW, Stride>(g, x, dy, group, oc, ic, dw);
+  channel_pair<1, KW, Stride>(g, columns, x, dy, group, oc, ic, dw);
 }
 
 template <int Stride>
@@ -115,7 +202,8 @@ void channel_pair_any_width(const ConvGeometry& g, const float* x, const float* 
 
 bool backward_filter_direct_supported(const ConvGeometry& g) {
   return g.layout == CONVJIT_NCHW && (g.stride[2] == 1 || g.stride[2] == 2) && g.kernel[2] <= kMaxWidth &&
-         g.oc_per_group * g.ic_per_group <= kMaxChannelPairs && g.in[2] < (int64_t(1) << 30) && supported();
+         g.oc_per_group * g.ic_per_group <= kMaxChannelPairs && g.in[2] < (int64_t(1) << 30) &&
+         edge_vectors(g) <= kMaxEdgeVectors && supported();
 }
 
 void backward_filter_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
