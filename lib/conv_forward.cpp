@@ -66,16 +66,90 @@ convjit_conv_tile_fn generic_tile(const ConvGeometry& g) {
   return conv_tile_generic;
 }
 
-// The input a row kernel reads for output row (od, oh), pixels [ow, ow + count): x itself where
-// every tap of the segment is real, else a zero-padded copy of the input rows it reads (NCHW:
-// [ic][kd][kh][position], NHWC: [kd][kh][position][ic], taps unflipped) in scratch. Zeros there
-// are zero products, which add exactly nothing to finite sums: the generic tier's numbers.
-// Returns false if the copy does not fit in `capacity` floats.
-bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, int64_t ow, int64_t count, float* scratch,
-               int64_t capacity, convjit_conv_tile* view) {
+// Input row (id, ih) at W positions [origin_w, origin_w + span) into dst, zeros where it is padding:
+// NCHW one run per input channel (dst_channel apart), NHWC positions of icg channels each.
+void copy_padded_row(const ConvGeometry& g, const float* x, int64_t id, int64_t ih, int64_t origin_w, int64_t span,
+                     float* dst, int64_t dst_channel) {
+  const int64_t icg = g.ic_per_group;
+  const bool real_row = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
+  const int64_t first = real_row ? std::clamp<int64_t>(-origin_w, 0, span) : span;  // real positions
+  const int64_t last = std::clamp<int64_t>(g.in[2] - origin_w, first, span);         // are [first, last)
+  const float* src = x + id * g.x.spatial[0] + ih * g.x.spatial[1] + origin_w * g.x.spatial[2];
+  if (g.layout == CONVJIT_NCHW) {
+    for (int64_t ic = 0; ic < icg; ++ic, src += g.x.channel, dst += dst_channel) {
+      std::fill(dst, dst + first, 0.0f);
+      std::copy(src + first, src + last, dst + first);
+      std::fill(dst + last, dst + span, 0.0f);
+    }
+    return;
+  }
+  std::fill(dst, dst + first * icg, 0.0f);
+  for (int64_t p = first; p < last; ++p) std::copy(src + p * g.x.spatial[2], src + p * g.x.spatial[2] + icg, dst + p * icg);
+  std::fill(dst + last * icg, dst + span * icg, 0.0f);
+}
+
+// A zero-padded copy of everything a tile's rows read (the group's channels, od's tap planes, the
+// rows' tap rows, the padded width), made when the rows reach into the W padding: then every row
+// needs a padded view, and one copy of each input beats one per tap row that reads it (3x for a
+// 3x3 kernel). Rows take their views from it.
+struct InputBand {
+  const float* data = nullptr;  // null: views come from x, or from per-row copies
+  int64_t origin[3] = {};       // input coordinates of data[0]
+  int64_t channel = 0, plane = 0, row = 0, position = 0;  // element strides
+  int64_t floats = 0;                                     // of the tile's scratch it holds
+};
+
+// The band takes at most half the scratch: segments too short for the row kernel go to the generic
+// tile, which packs patches in the rest.
+InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile) {
+  InputBand band;
+  float* scratch = tile.scratch;
+  const int64_t capacity = tile.scratch_floats / 2;
+  const int64_t oh_last = tile.oh + (tile.ow + tile.pixel_count - 1) / g.out[2];
+  const int64_t origin[3] = {tile.od * g.stride[0] - g.pad_begin[0], tile.oh * g.stride[1] - g.pad_begin[1],
+                             -g.pad_begin[2]};
+  const int64_t extent[3] = {(g.kernel[0] - 1) * g.dilation[0] + 1,
+                             (oh_last - tile.oh) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1,
+                             (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1};
+  const bool w_padding = origin[2] < 0 || origin[2] + extent[2] > g.in[2];
+  const int64_t icg = g.ic_per_group;
+  if (!w_padding || icg * extent[0] * extent[1] * extent[2] > capacity) return band;
+  const bool nchw = g.layout == CONVJIT_NCHW;
+  band.position = nchw ? 1 : icg;
+  band.row = extent[2] * band.position;
+  band.plane = extent[1] * band.row;
+  band.channel = nchw ? extent[0] * band.plane : 1;
+  for (int64_t d = 0; d < extent[0]; ++d) {
+    for (int64_t h = 0; h < extent[1]; ++h) {
+      copy_padded_row(g, tile.x, origin[0] + d, origin[1] + h, origin[2], extent[2], scratch + d * band.plane + h * band.row,
+                      band.channel);
+    }
+  }
+  band.data = scratch;
+  band.floats = icg * extent[0] * extent[1] * extent[2];
+  std::copy(origin, origin + 3, band.origin);
+  return band;
+}
+
+// The input a row kernel reads for output row (od, oh), pixels [ow, ow + count): the band's if
+// there is one, x itself where every tap of the segment is real, else a zero-padded copy of the
+// input rows it reads (NCHW: [ic][kd][kh][position], NHWC: [kd][kh][position][ic], taps unflipped)
+// in scratch. Zeros there are zero products, which add exactly nothing to finite sums: the generic
+// tier's numbers. Returns false if the copy does not fit in `capacity` floats.
+bool make_view(const ConvGeometry& g, const InputBand& band, const float* x, int64_t od, int64_t oh, int64_t ow,
+               int64_t count, float* scratch, int64_t capacity, convjit_conv_tile* view) {
   const int64_t kd_n = g.kernel[0], kh_n = g.kernel[1];
   const int64_t origin[3] = {od * g.stride[0] - g.pad_begin[0], oh * g.stride[1] - g.pad_begin[1],
                              ow * g.stride[2] - g.pad_begin[2]};
+  if (band.data) {
+    view->x = band.data + (origin[0] - band.origin[0]) * band.plane + (origin[1] - band.origin[1]) * band.row +
+              (origin[2] - band.origin[2]) * band.position;
+    view->view_channel = band.channel;
+    view->view_position = band.position;
+    view->view_tap_row = g.dilation[1] * band.row;
+    view->view_tap_plane = g.dilation[0] * band.plane;
+    return true;
+  }
   const int64_t extent[3] = {(kd_n - 1) * g.dilation[0] + 1, (kh_n - 1) * g.dilation[1] + 1,
                              (count - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1};
   bool inside = true;
@@ -96,30 +170,10 @@ bool make_view(const ConvGeometry& g, const float* x, int64_t od, int64_t oh, in
   view->view_position = nchw ? 1 : icg;
   view->view_tap_row = span * view->view_position;
   view->view_tap_plane = kh_n * view->view_tap_row;
-  const int64_t first = std::clamp<int64_t>(-origin[2], 0, span);              // real positions
-  const int64_t last = std::clamp<int64_t>(g.in[2] - origin[2], first, span);  // are [first, last)
   for (int64_t kd = 0; kd < kd_n; ++kd) {
-    const int64_t id = origin[0] + kd * g.dilation[0];
     for (int64_t kh = 0; kh < kh_n; ++kh) {
-      const int64_t ih = origin[1] + kh * g.dilation[1];
-      const bool real_row = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
-      const float* src = x + id * g.x.spatial[0] + ih * g.x.spatial[1] + origin[2] * g.x.spatial[2];
-      float* dst = scratch + kd * view->view_tap_plane + kh * view->view_tap_row;
-      if (nchw) {
-        for (int64_t ic = 0; ic < icg; ++ic, src += g.x.channel, dst += view->view_channel) {
-          if (!real_row) {
-            std::fill(dst, dst + span, 0.0f);
-            continue;
-          }
-          std::fill(dst, dst + first, 0.0f);
-          std::copy(src + first, src + last, dst + first);
-          std::fill(dst + last, dst + span, 0.0f);
-        }
-      } else {
-        std::fill(dst, dst + span * icg, 0.0f);
-        for (int64_t p = first; p < last && real_row; ++p)
-          std::copy(src + p * g.x.spatial[2], src + p * g.x.spatial[2] + icg, dst + p * icg);
-      }
+      copy_padded_row(g, x, origin[0] + kd * g.dilation[0], origin[1] + kh * g.dilation[1], origin[2], span,
+                      scratch + kd * view->view_tap_plane + kh * view->view_tap_row, view->view_channel);
     }
   }
   return true;
@@ -141,11 +195,13 @@ void for_each_row_segment(const ConvGeometry& g, const convjit_conv_tile& tile, 
   }
 }
 
-// The longest row segment whose padded view fits `capacity` floats.
-int64_t max_view_pixels(const ConvGeometry& g, int64_t capacity) {
+// The longest row segment a view serves: any with a band, else one whose padded copy fits the
+// scratch.
+int64_t max_segment_pixels(const ConvGeometry& g, const InputBand& band, const convjit_conv_tile& tile) {
+  if (band.data) return g.out[2];
   const int64_t per_position = g.ic_per_group * g.kernel[0] * g.kernel[1];
-  const int64_t positions = capacity / per_position - (g.kernel[2] - 1) * g.dilation[2];
-  return positions < 1 ? 0 : (positions - 1) / g.stride[2] + 1;
+  const int64_t positions = tile.scratch_floats / per_position - (g.kernel[2] - 1) * g.dilation[2];
+  return positions < 1 ? 1 : (positions - 1) / g.stride[2] + 1;
 }
 
 // A tile through a prepared row kernel, rows outside: each row's view is made once and every
@@ -155,16 +211,20 @@ void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn ge
                                   const convjit_conv_kernel& specialized, const convjit_conv_tile& tile,
                                   int64_t first_oc, int64_t end_oc, const float* w, const float* bias, float* y_tile,
                                   float* packed) {
-  const int64_t max_pixels = std::max<int64_t>(1, max_view_pixels(g, tile.scratch_floats));
-  for_each_row_segment(g, tile, max_pixels, [&](int64_t oh, int64_t ow, int64_t count, int64_t done) {
-    convjit_conv_tile row = tile;
+  const InputBand band = make_band(g, tile);
+  convjit_conv_tile rest = tile;  // the scratch beyond the band
+  rest.scratch += band.floats;
+  rest.scratch_floats -= band.floats;
+  for_each_row_segment(g, rest, max_segment_pixels(g, band, rest), [&](int64_t oh, int64_t ow, int64_t count,
+                                                                      int64_t done) {
+    convjit_conv_tile row = rest;
     row.oh = oh;
     row.ow = ow;
     row.pixel_count = count;
     const bool viewed = count >= specialized.min_row_pixels &&
-                        make_view(g, tile.x, tile.od, oh, ow, count, tile.scratch, tile.scratch_floats, &row);
+                        make_view(g, band, tile.x, tile.od, oh, ow, count, rest.scratch, rest.scratch_floats, &row);
     for (int64_t oc = first_oc; oc < end_oc; oc += specialized.oc_block) {
-      convjit_conv_tile block = viewed ? row : tile;
+      convjit_conv_tile block = viewed ? row : rest;
       block.oh = oh;
       block.ow = ow;
       block.pixel_count = count;
@@ -187,15 +247,19 @@ void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn ge
 // the generic tile (same numbers).
 void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
               const convjit_conv_tile& tile) {
-  const int64_t max_pixels = std::max<int64_t>(1, max_view_pixels(g, tile.scratch_floats));
-  for_each_row_segment(g, tile, max_pixels, [&](int64_t oh, int64_t ow, int64_t count, int64_t done) {
-    convjit_conv_tile part = tile;
+  const InputBand band = make_band(g, tile);
+  convjit_conv_tile rest = tile;  // the scratch beyond the band
+  rest.scratch += band.floats;
+  rest.scratch_floats -= band.floats;
+  for_each_row_segment(g, rest, max_segment_pixels(g, band, rest), [&](int64_t oh, int64_t ow, int64_t count,
+                                                                      int64_t done) {
+    convjit_conv_tile part = rest;
     part.oh = oh;
     part.ow = ow;
     part.pixel_count = count;
     part.y = tile.y + done * g.y.spatial[2];
     if (count >= specialized.min_row_pixels &&
-        make_view(g, tile.x, tile.od, oh, ow, count, tile.scratch, tile.scratch_floats, &part)) {
+        make_view(g, band, tile.x, tile.od, oh, ow, count, rest.scratch, rest.scratch_floats, &part)) {
       specialized.compute(&g, &part);
     } else {
       generic(&g, &part);
