@@ -18,7 +18,10 @@
 namespace convjit::detail {
 namespace {
 
+// Channels a task walks together: each output pixel's window is clipped once for all of them. In
+// NCHW they are planes apart, so fewer: their window rows must stay in L1 between pixels.
 constexpr int64_t kNhwcChannelBlock = 64;
+constexpr int64_t kNchwChannelBlock = 16;
 
 // The real taps of one output pixel: index t of dim d is real for t in [lo[d], hi[d]).
 struct Window {
@@ -31,8 +34,11 @@ Window clip_window(const PoolGeometry& g, const int64_t o[3]) {
   Window win;
   for (int d = 0; d < 3; ++d) {
     win.origin[d] = o[d] * g.stride[d] - g.pad_begin[d];
-    win.lo[d] = std::clamp<int64_t>(ceil_div(-win.origin[d], g.dilation[d]), 0, g.window[d]);
-    win.hi[d] = std::clamp<int64_t>(ceil_div(g.in[d] - win.origin[d], g.dilation[d]), win.lo[d], g.window[d]);
+    const bool unit = g.dilation[d] == 1;  // the common case, without two divisions per pixel
+    const int64_t lo = unit ? -win.origin[d] : ceil_div(-win.origin[d], g.dilation[d]);
+    const int64_t hi = unit ? g.in[d] - win.origin[d] : ceil_div(g.in[d] - win.origin[d], g.dilation[d]);
+    win.lo[d] = std::clamp<int64_t>(lo, 0, g.window[d]);
+    win.hi[d] = std::clamp<int64_t>(hi, win.lo[d], g.window[d]);
   }
   return win;
 }
@@ -54,8 +60,7 @@ struct ChannelBlocks {
 };
 
 ChannelBlocks channel_blocks(const PoolGeometry& g) {
-  if (g.layout == Layout::NCHW) return {1, g.channels};
-  const int64_t size = std::min(g.channels, kNhwcChannelBlock);
+  const int64_t size = std::min(g.channels, g.layout == Layout::NCHW ? kNchwChannelBlock : kNhwcChannelBlock);
   return {size, (g.channels + size - 1) / size};
 }
 
@@ -89,52 +94,129 @@ float lp_power(float magnitude, float p) {
   return p == 1.0f ? magnitude : p == 2.0f ? magnitude * magnitude : std::pow(magnitude, p);
 }
 
+// One pooling output in the making: the running max (NaN never wins, but a window of NaNs gives
+// NaN: `seen` says a number was met) or the running sum of values or of |v|^p.
+template <PoolOp Op>
+inline void accumulate(float value, float p, float& acc, int32_t& seen) {
+  if constexpr (Op == PoolOp::Max) {
+    acc = value > acc ? value : acc;
+    seen |= int32_t(value == value);
+  } else if constexpr (Op == PoolOp::Mean) {
+    acc += value;
+  } else {
+    acc += lp_power(std::fabs(value), p);
+  }
+}
+
+template <PoolOp Op>
+inline float pool_result(float acc, int32_t seen, int64_t real_taps, float divisor, float p) {
+  if constexpr (Op == PoolOp::Max) return real_taps == 0 ? -FLT_MAX : seen ? acc : NAN;
+  if constexpr (Op == PoolOp::Mean) return real_taps == 0 ? 0.0f : acc / divisor;
+  return lp_root(acc, p);
+}
+
+template <PoolOp Op>
 struct ForwardBody {
   const PoolGeometry& g;
-  PoolOp op;
   float p;
   const float* x;
   float* y;
 
+  float divisor(const Window& win) const {
+    return float(g.exclude_padding ? win.real_taps() : g.window[0] * g.window[1] * g.window[2]);
+  }
+
   void begin(int64_t, int64_t, int64_t) {}
   void pixel(int64_t n, int64_t c0, int64_t c1, int64_t y_offset, const Window& win) {
     float acc[kNhwcChannelBlock];
-    bool seen_number[kNhwcChannelBlock];
+    int32_t seen[kNhwcChannelBlock];
     const int64_t cs = g.x.channel, count = c1 - c0;
     const float* image = x + n * g.x.batch + c0 * cs;
-    const float init = op == PoolOp::Max ? -INFINITY : 0.0f;
-    std::fill(acc, acc + count, init);
-    std::fill(seen_number, seen_number + count, false);
+    std::fill(acc, acc + count, Op == PoolOp::Max ? -INFINITY : 0.0f);
+    std::fill(seen, seen + count, 0);
     for_each_tap(g, win, [&](int64_t offset) {
       const float* v = image + offset;
-      for (int64_t c = 0; c < count; ++c) {
-        const float value = v[c * cs];
-        if (op == PoolOp::Max) {
-          acc[c] = value > acc[c] ? value : acc[c];  // NaN never wins
-          seen_number[c] |= value == value;
-        } else if (op == PoolOp::Mean) {
-          acc[c] += value;
-        } else {
-          acc[c] += lp_power(std::fabs(value), p);
-        }
-      }
+      for (int64_t c = 0; c < count; ++c) accumulate<Op>(v[c * cs], p, acc[c], seen[c]);
     });
-    const int64_t real = win.real_taps();
-    const float divisor = float(g.exclude_padding ? real : g.window[0] * g.window[1] * g.window[2]);
     float* out = y + y_offset + c0 * g.y.channel;
-    for (int64_t c = 0; c < count; ++c) {
-      float result = acc[c];
-      if (op == PoolOp::Max) {
-        result = real == 0 ? -FLT_MAX : seen_number[c] ? acc[c] : NAN;
-      } else if (op == PoolOp::Mean) {
-        result = real == 0 ? 0.0f : acc[c] / divisor;
-      } else {
-        result = lp_root(acc[c], p);
-      }
-      out[c * g.y.channel] = result;
-    }
+    const float d = divisor(win);
+    for (int64_t c = 0; c < count; ++c) out[c * g.y.channel] = pool_result<Op>(acc[c], seen[c], win.real_taps(), d, p);
   }
 };
+
+// The inputs at src[i * Stride] into outputs i of [0, count); Stride 0: a runtime stride.
+template <PoolOp Op, int Stride>
+void accumulate_run(const float* src, int64_t stride, int64_t count, float p, float* acc, int32_t* seen) {
+  const int64_t step = Stride ? Stride : stride;
+  for (int64_t i = 0; i < count; ++i) accumulate<Op>(src[i * step], p, acc[i], seen[i]);
+}
+
+// NCHW forward of one (image, channel) plane, a row at a time. The pixels of a row whose taps
+// along W are all real share one clipped window and go tap by tap, each tap a strided run of one
+// input row that vectorizes; the few pixels at the row's ends go one by one.
+template <PoolOp Op>
+void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y, int64_t n, int64_t c) {
+  constexpr int64_t kRun = 256;  // pixels formed at once
+  ForwardBody<Op> body{g, p, x, y};
+  const int64_t s = g.stride[2], reach = (g.window[2] - 1) * g.dilation[2];
+  const int64_t interior_begin = std::min(g.out[2], ceil_div(g.pad_begin[2], s));
+  const int64_t last_fit = g.in[2] - 1 - reach + g.pad_begin[2];  // the highest origin + pad that fits
+  int64_t interior_end = last_fit < 0 ? interior_begin : std::clamp(last_fit / s + 1, interior_begin, g.out[2]);
+  if (interior_end - interior_begin < 8) interior_end = interior_begin;  // not a vector's worth: one by one
+  const float* plane = x + n * g.x.batch + c * g.x.channel;
+  int64_t o[3];
+  for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
+    for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+      const int64_t y_row = n * g.y.batch + c * g.y.channel + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1];
+      auto one_pixel = [&](int64_t ow) {
+        o[2] = ow;
+        body.pixel(n, c, c + 1, y_row - c * g.y.channel + ow, clip_window(g, o));
+      };
+      for (int64_t ow = 0; ow < interior_begin; ++ow) one_pixel(ow);
+      for (int64_t first = interior_begin; first < interior_end; first += kRun) {
+        const int64_t count = std::min(kRun, interior_end - first);
+        o[2] = first;
+        const Window win = clip_window(g, o);  // along W every tap is real: the same for the whole run
+        float acc[kRun];
+        int32_t seen[kRun];
+        std::fill(acc, acc + count, Op == PoolOp::Max ? -INFINITY : 0.0f);
+        std::fill(seen, seen + count, 0);
+        for (int64_t a = win.lo[0]; a < win.hi[0]; ++a) {
+          for (int64_t b = win.lo[1]; b < win.hi[1]; ++b) {
+            const float* row = plane + (win.origin[0] + a * g.dilation[0]) * g.x.spatial[0] +
+                               (win.origin[1] + b * g.dilation[1]) * g.x.spatial[1] + win.origin[2];
+            for (int64_t t = 0; t < g.window[2]; ++t) {
+              const float* src = row + t * g.dilation[2];
+              if (s == 1)
+                accumulate_run<Op, 1>(src, s, count, p, acc, seen);
+              else if (s == 2)
+                accumulate_run<Op, 2>(src, s, count, p, acc, seen);
+              else
+                accumulate_run<Op, 0>(src, s, count, p, acc, seen);
+            }
+          }
+        }
+        const float d = body.divisor(win);
+        for (int64_t i = 0; i < count; ++i) y[y_row + first + i] = pool_result<Op>(acc[i], seen[i], win.real_taps(), d, p);
+      }
+      for (int64_t ow = std::max(interior_begin, interior_end); ow < g.out[2]; ++ow) one_pixel(ow);
+    }
+  }
+}
+
+template <PoolOp Op>
+void forward(const PoolGeometry& g, float p, const float* x, float* y) {
+  if (g.layout == Layout::NCHW) {
+    const ChannelBlocks blocks = channel_blocks(g);
+    const double taps = double(g.out[0] * g.out[1] * g.out[2]) * g.window[0] * g.window[1] * g.window[2];
+    parallel_for(g.batch * blocks.count, taps * double(g.batch * g.channels), [&](int64_t task) {
+      const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
+      for (int64_t c = c0; c < std::min(g.channels, c0 + blocks.size); ++c) forward_plane_nchw<Op>(g, p, x, y, n, c);
+    });
+    return;
+  }
+  for_each_output(g, ForwardBody<Op>{g, p, x, y});
+}
 
 struct BackwardBody {
   const PoolGeometry& g;
@@ -200,7 +282,11 @@ Status pool_forward(PoolOp op, const convjit_pool_params* params, float p, const
   CONVJIT_RETURN_IF_ERROR(make_pool_geometry(*params, &g));
   CONVJIT_RETURN_IF_ERROR(check_lp_norm(op, p));
   CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {y, "y"}}));
-  for_each_output(g, ForwardBody{g, op, p, x, y});
+  switch (op) {
+    case PoolOp::Max: forward<PoolOp::Max>(g, p, x, y); break;
+    case PoolOp::Mean: forward<PoolOp::Mean>(g, p, x, y); break;
+    case PoolOp::LpNorm: forward<PoolOp::LpNorm>(g, p, x, y); break;
+  }
   return Status::success();
 }
 
