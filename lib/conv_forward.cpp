@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "lib/conv_depthwise_nhwc.hpp"
 #include "lib/conv_tile_direct.hpp"
 #include "lib/conv_tile_generic.hpp"
 #include "lib/gemm_tile.hpp"
@@ -283,6 +284,12 @@ Status validate_conv_forward(const convjit_conv_params* params, const float* x, 
 
 void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* specialized, int threads, const float* x,
                       const float* w, const float* bias, bool relu, float* y) {
+#if defined(__x86_64__)
+  if (!specialized && avx2::depthwise_nhwc_supported(g)) {
+    avx2::depthwise_nhwc(g, threads, x, w, bias, relu, y);
+    return;
+  }
+#endif
   const convjit_conv_tile_fn generic = generic_tile(g);
   // A kernel with prepare packs the weights of oc_block channels at a time ahead of the scratch
   // the generic tile uses.

@@ -71,6 +71,32 @@ TEST(ConvForward, MatchesReferenceOnWideChannelShapes) {
 
 // Without an oracle: NHWC/OHWI on transposed data is the transposed NCHW/OIHW result, and
 // convolution is cross-correlation with every kernel dim reversed.
+// Depthwise NHWC (one channel per group) has its own tier-0 path that vectorizes across groups:
+// channel counts around the vector width, long rows (blocks of pixels), every rank and mode.
+TEST(ConvForward, MatchesReferenceOnDepthwiseNhwcShapes) {
+  for (int i = 0; i < 150; ++i) {
+    Rng rng(case_seed(kSeed + 6, i));
+    ConvDims d;
+    d.rank = int32_t(rng.uniform_int(1, 3));
+    d.layout = Layout::NHWC;
+    d.mode = rng.chance(0.5) ? Mode::Convolution : Mode::CrossCorrelation;
+    d.batch = rng.uniform_int(1, 2);
+    d.groups = d.in_channels = d.out_channels = rng.uniform_int(1, 27);
+    for (int k = 0; k < d.rank; ++k) {
+      d.kernel[k] = rng.uniform_int(1, d.rank == 3 ? 3 : 5);
+      d.stride[k] = rng.uniform_int(1, 3);
+      d.dilation[k] = rng.uniform_int(1, 2);
+      const int64_t extent = (d.kernel[k] - 1) * d.dilation[k] + 1;
+      d.pad_begin[k] = rng.uniform_int(0, extent);
+      d.pad_end[k] = rng.uniform_int(0, extent);
+      d.in_size[k] = rng.uniform_int(std::max<int64_t>(1, extent - d.pad_begin[k] - d.pad_end[k]), d.rank == 3 ? 9 : 40);
+    }
+    const bool with_bias = rng.chance(0.5);
+    const Activation activation = rng.chance(0.5) ? Activation::Relu : Activation::Identity;
+    EXPECT_TRUE(check_conv_forward(d, rng.next(), with_bias, activation)) << "case " << i;
+  }
+}
+
 TEST(ConvForward, LayoutsAndModesAgreeWithEachOther) {
   Rng rng(kSeed + 2);
   for (int i = 0; i < 60; ++i) {
