@@ -99,13 +99,18 @@ bool same_dims(const convjit::ConvDims& a, const convjit::ConvDims& b) {
   return true;
 }
 
-// The runtime's record of a configuration (identity activation, no bias), if any.
+// The runtime's record of a configuration (identity activation, no bias), if any. NHWC with few
+// output channels per group runs as (and is recorded as) its NCHW twin: lib/nhwc_as_nchw.hpp.
 bool find_config(const convjit::Runtime& rt, const convjit::ConvDims& dims, convjit::ConfigStats* out) {
-  for (const convjit::ConfigStats& c : rt.stats().configurations)
-    if (same_dims(c.dims, dims) && c.activation == convjit::Activation::Identity && !c.has_bias) {
-      *out = c;
-      return true;
-    }
+  convjit::ConvDims nchw_twin = dims;
+  nchw_twin.layout = Layout::NCHW;
+  for (const convjit::ConvDims& d : {dims, nchw_twin}) {
+    for (const convjit::ConfigStats& c : rt.stats().configurations)
+      if (same_dims(c.dims, d) && c.activation == convjit::Activation::Identity && !c.has_bias) {
+        *out = c;
+        return true;
+      }
+  }
   return false;
 }
 

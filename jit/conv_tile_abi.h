@@ -14,7 +14,8 @@
  * Numbers (so that every tier gives bitwise-identical results): each output is one chain of
  * fused multiply-adds over k = 0..reduction-1 in weight-layout order, (ic, kd, kh, kw) for NCHW
  * and (kd, kh, kw, ic) for NHWC, padded taps included as zero products, started from 0.0f;
- * then + bias; then the activation. */
+ * then + bias; then the activation. (The runtime hands NHWC problems with few output channels
+ * per group to the driver as NCHW ones: lib/nhwc_as_nchw.hpp.) */
 #ifndef CONVJIT_JIT_CONV_TILE_ABI_H
 #define CONVJIT_JIT_CONV_TILE_ABI_H
 

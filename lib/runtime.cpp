@@ -11,6 +11,7 @@
 
 #include "convjit/error.hpp"
 #include "lib/backward_as_forward.hpp"
+#include "lib/nhwc_as_nchw.hpp"
 #include "lib/conv_forward.hpp"
 #include "lib/describe.hpp"
 #include "lib/ops_internal.hpp"
@@ -118,6 +119,12 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
   CONVJIT_RETURN_IF_ERROR(detail::validate_conv_forward(params, x, w, activation, y, &g));
   const bool relu = activation == CONVJIT_ACT_RELU;
   const int threads = policy.num_threads > 0 ? policy.num_threads : detail::thread_count();
+  if (detail::nhwc_runs_as_nchw(g)) {
+    const detail::NchwCopies nchw = detail::copy_to_nchw(g, *params, x, w, threads);
+    CONVJIT_RETURN_IF_ERROR(conv_forward(&nchw.params, nchw.x, nchw.w, bias, activation, nchw.y));
+    detail::copy_output_to_nhwc(g, nchw, y, threads);
+    return detail::Status::success();
+  }
 
   const uint64_t id = detail::configuration_id(*params, activation, bias != nullptr);
   bool inserted = false;  // a first call is told by the call count: the warm start inserts slots too

@@ -66,4 +66,9 @@ float* thread_operands(size_t floats) {
   return buffer.at_least(floats);
 }
 
+float* thread_layout_copies(size_t floats) {
+  thread_local ThreadBuffer buffer;
+  return buffer.at_least(floats);
+}
+
 }  // namespace convjit::detail

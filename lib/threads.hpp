@@ -39,5 +39,8 @@ float* thread_scratch(size_t floats);
 // A second per-thread buffer, for operands a call prepares before its kernels run (and use their
 // scratch): transposed weights. Same rules: allocated on first use, then reused.
 float* thread_operands(size_t floats);
+// A third, for a call's operands copied into another layout (lib/nhwc_as_nchw.hpp), which may
+// themselves be transposed weights in thread_operands.
+float* thread_layout_copies(size_t floats);
 
 }  // namespace convjit::detail

@@ -59,7 +59,7 @@ TEST(CompileRace, InlineCompilesOfOneKeyCountOneCompile) {
   constexpr int kThreads = 4;
   std::vector<Problem> problems;
   for (int t = 0; t < kThreads; ++t) {
-    problems.emplace_back(conv(2, Layout::NHWC, 1, 3 + t, 8 + t, 1, {6 + t, 20, 1}, {3, 3, 1}), case_seed(0xACE, t),
+    problems.emplace_back(conv(2, Layout::NHWC, 1, 3 + t, 9 + t, 1, {6 + t, 20, 1}, {3, 3, 1}), case_seed(0xACE, t),
                           false, Activation::Identity);
   }
   std::vector<std::vector<float>> y(kThreads);

@@ -45,17 +45,18 @@ std::vector<Entry> mixed_configurations() {
       {'A', conv(2, C, 2, 5, 8, 1, {9, 30, 1}, k3, s1, p0), true, Id},
       {'A', conv(2, C, 1, 4, 9, 1, {14, 20, 1}, k3, s1, p1), false, Id},
       {'A', conv(2, C, 1, 3, 4, 1, {10, 9, 1}, k3, s1, p0), false, Id},  // declined: rows of 7
-      // B: NHWC 3x3 stride 1 (channels never in the key): dense, depthwise x4, with and without bias.
+      // B: NHWC 3x3 stride 1 (channels never in the key): dense, depthwise x9, with and without bias.
+      // (NHWC with 8 or fewer output channels per group runs as NCHW: lib/nhwc_as_nchw.hpp.)
       {'B', conv(2, L, 1, 3, 16, 1, {12, 24, 1}, k3, s1, p1), false, Id},
       {'B', conv(2, L, 1, 3, 16, 1, {12, 24, 1}, k3, s1, p1), true, Id},
-      {'B', conv(2, L, 2, 8, 5, 1, {10, 20, 1}, k3, s1, p0), false, Id},
-      {'B', conv(2, L, 1, 4, 16, 4, {11, 20, 1}, k3, s1, p1), true, Id},
+      {'B', conv(2, L, 2, 8, 12, 1, {10, 20, 1}, k3, s1, p0), false, Id},
+      {'B', conv(2, L, 1, 2, 18, 2, {11, 20, 1}, k3, s1, p1), true, Id},
       {'B', conv(2, L, 1, 8, 8, 8, {11, 20, 1}, k3, s1, p1), true, Id},  // declined: 1 channel per group
       // C: NCHW 1x1.
       {'C', conv(2, C, 1, 16, 16, 1, {8, 24, 1}, k1), false, Id},
       {'C', conv(2, C, 2, 6, 12, 1, {7, 20, 1}, k1), true, Id},
       // D: NHWC 5x5 stride 2.
-      {'D', conv(2, L, 1, 4, 8, 1, {15, 30, 1}, k5, s2, p2), false, Id},
+      {'D', conv(2, L, 1, 4, 12, 1, {15, 30, 1}, k5, s2, p2), false, Id},
       {'D', conv(2, L, 1, 3, 17, 1, {13, 34, 1}, k5, s2, p2), true, Id},
       // E: NCHW 3x3 stride 2 with relu.
       {'E', conv(2, C, 1, 3, 8, 1, {15, 40, 1}, k3, s2, p1), true, Relu},
@@ -66,9 +67,9 @@ std::vector<Entry> mixed_configurations() {
       {'G', conv(2, C, 1, 4, 8, 1, {10, 24, 1}, k3, s1, p1, d1, Mode::Convolution), false, Id},
       // H, I: 1D kernel 5, each layout.
       {'H', conv(1, C, 2, 4, 8, 1, {60, 1, 1}, {5, 1, 1}, s1, {2, 0, 0}), false, Id},
-      {'I', conv(1, L, 2, 4, 8, 1, {60, 1, 1}, {5, 1, 1}, s1, {2, 0, 0}), true, Id},
+      {'I', conv(1, L, 2, 4, 12, 1, {60, 1, 1}, {5, 1, 1}, s1, {2, 0, 0}), true, Id},
       // J: 3D NHWC 3x3x3.
-      {'J', conv(3, L, 1, 3, 4, 1, {6, 7, 16}, {3, 3, 3}, s1, {1, 1, 1}), false, Id},
+      {'J', conv(3, L, 1, 3, 12, 1, {6, 7, 16}, {3, 3, 3}, s1, {1, 1, 1}), false, Id},
       // K: NCHW stride 3 (the NCHW generator may refuse it: then both stay generic, "failed").
       {'K', conv(2, C, 1, 3, 4, 1, {14, 60, 1}, k3, {3, 3, 1}, p1), false, Id},
       {'K', conv(2, C, 1, 2, 5, 1, {17, 50, 1}, k3, {3, 3, 1}, p0), true, Id},

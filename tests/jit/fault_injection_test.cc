@@ -269,7 +269,7 @@ TEST(FaultInjection, VerboseLineReportsTheFailure) {
   Policy policy = eager_policy();
   policy.verbose = true;
   Runtime::Impl faulty(policy, std::make_unique<FailingBackend>(false, nullptr), "");
-  const Problem p(conv(2, Layout::NHWC, 1, 3, 4, 1, {7, 8, 1}, {3, 3, 1}), 0xFA20, false, Activation::Relu);
+  const Problem p(conv(2, Layout::NHWC, 1, 3, 12, 1, {7, 8, 1}, {3, 3, 1}), 0xFA20, false, Activation::Relu);
   ::testing::internal::CaptureStderr();
   detail::Status status;
   const std::vector<float> y = run_impl(faulty, p, &status);

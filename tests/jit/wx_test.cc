@@ -124,15 +124,16 @@ std::vector<ConvDims> distinct_kernel_shapes() {
       shapes.push_back(conv(2, Layout::NCHW, 1, 3, 5, 1, {13, 14, 1}, {kh, kw, 1}, {stride, stride, 1}, {1, 1, 0}));
     }
     for (int64_t stride : {1, 2, 3}) {
-      shapes.push_back(conv(2, Layout::NHWC, 1, 3, 5, 1, {13, 14, 1}, {kh, kw, 1}, {stride, stride, 1}, {1, 1, 0}));
+      shapes.push_back(conv(2, Layout::NHWC, 1, 3, 12, 1, {13, 14, 1}, {kh, kw, 1}, {stride, stride, 1}, {1, 1, 0}));
     }
   }
   for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-    shapes.push_back(conv(2, layout, 1, 4, 6, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {2, 2, 0}, {2, 2, 1}));
-    shapes.push_back(conv(2, layout, 1, 4, 6, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, {1, 1, 1},
+    const int64_t oc = layout == Layout::NHWC ? 12 : 6;  // NHWC with <= 8 runs as NCHW (lib/nhwc_as_nchw.hpp)
+    shapes.push_back(conv(2, layout, 1, 4, oc, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {2, 2, 0}, {2, 2, 1}));
+    shapes.push_back(conv(2, layout, 1, 4, oc, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, {1, 1, 1},
                           Mode::Convolution));
-    shapes.push_back(conv(1, layout, 2, 3, 4, 1, {40, 1, 1}, {5, 1, 1}, {1, 1, 1}, {2, 0, 0}));
-    shapes.push_back(conv(3, layout, 1, 2, 4, 1, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}));
+    shapes.push_back(conv(1, layout, 2, 3, oc, 1, {40, 1, 1}, {5, 1, 1}, {1, 1, 1}, {2, 0, 0}));
+    shapes.push_back(conv(3, layout, 1, 2, oc, 1, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}));
   }
   // NCHW channel classes 1, 2, 3 (each its own register blocking) next to the 4+ above.
   for (int64_t oc : {1, 2, 3}) shapes.push_back(conv(2, Layout::NCHW, 1, 3, oc, 1, {11, 17, 1}, {3, 3, 1}));

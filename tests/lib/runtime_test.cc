@@ -129,6 +129,38 @@ TEST(Runtime, CompiledTiersMatchReferenceAndGenericBitwise) {
 }
 
 // Training updates weights in place: a compiled kernel must read them again at every call.
+// NHWC with few output channels per group runs as the NCHW problem on transposed copies
+// (lib/nhwc_as_nchw.hpp): the stats name that NCHW configuration, it reaches the JIT tier, and
+// every tier gives the same bits.
+TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
+  Runtime generic(generic_policy());
+  Runtime eager(eager_policy());
+  SKIP_WITHOUT_BACKEND(eager);
+  ConvDims nhwc;
+  nhwc.layout = Layout::NHWC;
+  nhwc.batch = 2;
+  nhwc.in_channels = 3;
+  nhwc.out_channels = 5;
+  nhwc.in_size = {17, 29, 1};
+  nhwc.kernel = {3, 3, 1};
+  nhwc.pad_begin = {1, 2, 0};
+  nhwc.pad_end = {0, 1, 0};
+  const Problem p(nhwc, 0x4E0C);
+  const std::vector<float> y_generic = p.run(generic);
+  const std::vector<float> y_jit = p.run(eager);
+  EXPECT_TRUE(p.matches_reference(y_generic, "generic y"));
+  EXPECT_TRUE(p.matches_reference(y_jit, "jit y"));
+  EXPECT_TRUE(bitwise_equal("jit vs generic", y_jit, y_generic, conv_output_shape(nhwc), describe(nhwc)));
+  const RuntimeStats stats = eager.stats();
+  ASSERT_EQ(stats.configurations.size(), 1u);
+  const ConfigStats& c = stats.configurations[0];
+  EXPECT_EQ(c.dims.layout, Layout::NCHW);
+  EXPECT_EQ(c.dims.in_channels, 3);
+  EXPECT_EQ(c.dims.out_channels, 5);
+  EXPECT_EQ(c.calls_jit, 1);
+  EXPECT_EQ(c.state, "jit");
+}
+
 TEST(Runtime, CompiledTierReadsWeightsUpdatedInPlace) {
   Runtime eager(eager_policy());
   SKIP_WITHOUT_BACKEND(eager);
