@@ -2,6 +2,7 @@
 
 #include <xbyak/xbyak.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 
@@ -47,10 +48,15 @@ class Generator : public CodeGenerator {
   enum Local { kXBase, kYBlock, kBiasBlock, kOcLeft, kPixels, kWeightBytes, kYChannelBytes, kIcCount, kLocals };
   Address local(Local l) { return qword[rsp + 8 * int(l)]; }
 
-  // ymm: accumulators, then the input vectors, then the fixed roles at the top.
+  // ymm: accumulators, then the input vectors, then the weight broadcast and (stride 2 only) the
+  // shuffle temporaries and the last load's mask.
   Ymm acc(int oc, int v) const { return Ymm(oc * plan_.vectors + v); }
   Ymm input(int v) const { return Ymm(plan_.oc_block * plan_.vectors + v); }
-  const Ymm reg_weight = ymm12, reg_tmp_a = ymm13, reg_tmp_b = ymm14, reg_mask_hi = ymm15;  // tmp, mask: stride 2
+  Ymm fixed(int role) const { return Ymm(plan_.oc_block * plan_.vectors + plan_.vectors + role); }
+  Ymm reg_weight() const { return fixed(0); }
+  Ymm reg_tmp_a() const { return fixed(1); }
+  Ymm reg_tmp_b() const { return fixed(2); }
+  Ymm reg_mask_hi() const { return fixed(3); }
 
   void emit_prologue() {
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
@@ -114,43 +120,64 @@ class Generator : public CodeGenerator {
     jg(oc_loop, T_NEAR);
   }
 
-  // Blocks of 8*vectors pixels; a segment that does not divide evenly ends with a block moved
-  // back to end at its last pixel, recomputing (bitwise the same) a few outputs. The driver gives
-  // segments of at least one block.
+  // The segment's n = ceil(pixels / 8) vectors go in blocks of the plan's size and, where n does
+  // not divide, of 2 (3-vector plans split n = 4 as 2 + 2 and 5 as 3 + 2: no block is mostly
+  // overlap). The block that reaches the segment's end is moved back to end at its last pixel,
+  // recomputing (bitwise the same) fewer than 8 outputs; a block is only moved back within a
+  // segment at least its size. Segments have at least min_row_pixels.
   void emit_pixel_loop() {
-    const int run = 8 * plan_.vectors;
-    Label pixel_loop, full, done;
+    Label next_block, done;
+    Label block_of[4];  // entry of the code for a block of v vectors
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     mov(reg_y, local(kYBlock));
     if (key_.stride[2] == 2) {  // load mask of the last stride-2 load: lanes 0..6
       mov(rax, reinterpret_cast<size_t>(kLaneIndex));
       mov(edx, 7);
-      vmovd(Xmm(reg_mask_hi.getIdx()), edx);
-      vpbroadcastd(reg_mask_hi, Xmm(reg_mask_hi.getIdx()));
-      vpcmpgtd(reg_mask_hi, reg_mask_hi, ptr[rax]);
+      vmovd(Xmm(reg_mask_hi().getIdx()), edx);
+      vpbroadcastd(reg_mask_hi(), Xmm(reg_mask_hi().getIdx()));
+      vpcmpgtd(reg_mask_hi(), reg_mask_hi(), ptr[rax]);
     }
-    L(pixel_loop);
-    emit_block(plan_.vectors);
-    sub(reg_pixels_left, run);
-    jz(done, T_NEAR);
-    cmp(reg_pixels_left, run);
-    jge(full, T_NEAR);
-    mov(rax, reg_pixels_left);  // fewer than a block left: step by what is left
-    imul(rax, rax, int(4 * key_.stride[2]));
-    add(reg_x_block, rax);
-    lea(reg_y, ptr[reg_y + reg_pixels_left * 4]);
-    mov(reg_pixels_left, run);
-    jmp(pixel_loop, T_NEAR);
-    L(full);
-    add(reg_x_block, int(4 * run * key_.stride[2]));
-    add(reg_y, 4 * run);
-    jmp(pixel_loop, T_NEAR);
+    L(next_block);  // pixels left > 0: pick the block size from the vectors left
+    lea(rax, ptr[reg_pixels_left + 7]);
+    shr(rax, 3);
+    cmp(rax, 1);
+    je(block_of[1], T_NEAR);
+    if (plan_.vectors == 3) {
+      cmp(rax, 2);
+      je(block_of[2], T_NEAR);
+      cmp(rax, 4);
+      je(block_of[2], T_NEAR);
+      // n = 3 and a partial last vector: a 3-vector block moved back needs a 24-pixel segment.
+      cmp(local(kPixels), 24);
+      jl(block_of[2], T_NEAR);
+    }
+    jmp(block_of[plan_.vectors], T_NEAR);
+    for (int vectors = 1; vectors <= plan_.vectors; ++vectors) {
+      Label whole;
+      L(block_of[vectors]);
+      cmp(reg_pixels_left, 8 * vectors);
+      jge(whole, T_NEAR);
+      mov(rax, reg_pixels_left);  // the last block, short: back by 8*vectors - left pixels
+      sub(rax, 8 * vectors);
+      lea(reg_y, ptr[reg_y + rax * 4]);
+      imul(rax, rax, int(4 * key_.stride[2]));
+      add(reg_x_block, rax);
+      mov(reg_pixels_left, 8 * vectors);
+      L(whole);
+      emit_block(vectors);
+      add(reg_x_block, int(4 * 8 * vectors * key_.stride[2]));
+      add(reg_y, 4 * 8 * vectors);
+      sub(reg_pixels_left, 8 * vectors);
+      jg(next_block, T_NEAR);
+      if (vectors < plan_.vectors) jmp(done, T_NEAR);
+    }
     L(done);
   }
 
-  // Input vector v of tap kw (flipped as the mode says) for 8 consecutive pixels into input(v).
-  void emit_load_input(int v, int64_t kw_input) {
+  // Input vector v (of a block of `vectors`) of tap kw (flipped as the mode says) for 8 consecutive
+  // pixels into input(v).
+  void emit_load_input(int v, int vectors, int64_t kw_input) {
     const int64_t offset = 4 * (kw_input * key_.dilation[2] + 8 * v * key_.stride[2]);
     const Ymm dst = input(v);
     if (key_.stride[2] == 1) {
@@ -159,12 +186,12 @@ class Generator : public CodeGenerator {
     }
     // Stride 2: the even elements of 16 consecutive inputs. The last element of the block's last
     // load is an odd input past the segment's last tap, which may lie past the row: masked off.
-    vmovups(reg_tmp_a, ptr[reg_row + offset]);
-    if (v == plan_.vectors - 1)
-      vmaskmovps(reg_tmp_b, reg_mask_hi, ptr[reg_row + offset + 32]);
+    vmovups(reg_tmp_a(), ptr[reg_row + offset]);
+    if (v == vectors - 1)
+      vmaskmovps(reg_tmp_b(), reg_mask_hi(), ptr[reg_row + offset + 32]);
     else
-      vmovups(reg_tmp_b, ptr[reg_row + offset + 32]);
-    vshufps(dst, reg_tmp_a, reg_tmp_b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
+      vmovups(reg_tmp_b(), ptr[reg_row + offset + 32]);
+    vshufps(dst, reg_tmp_a(), reg_tmp_b(), 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
     vpermpd(dst, dst, 0xD8);                   // a0 a2 a4 a6 b0 b2 b4 b6
   }
 
@@ -201,10 +228,10 @@ class Generator : public CodeGenerator {
         if (kh > 0) key_.flip ? sub(reg_row, reg_row_step) : add(reg_row, reg_row_step);
         for (int64_t kw = 0; kw < kw_n; ++kw) {
           const int64_t tap = (kd * kh_n + kh) * kw_n + kw;
-          for (int v = 0; v < vectors; ++v) emit_load_input(v, input_tap(kw, kw_n));
+          for (int v = 0; v < vectors; ++v) emit_load_input(v, vectors, input_tap(kw, kw_n));
           for (int oc = 0; oc < plan_.oc_block; ++oc) {
-            vbroadcastss(reg_weight, ptr[reg_w[oc] + 4 * tap]);
-            for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(oc, v), reg_weight, input(v));
+            vbroadcastss(reg_weight(), ptr[reg_w[oc] + 4 * tap]);
+            for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(oc, v), reg_weight(), input(v));
           }
         }
       }
@@ -224,14 +251,14 @@ class Generator : public CodeGenerator {
     test(rax, rax);
     jz(no_bias, T_NEAR);
     for (int oc = 0; oc < plan_.oc_block; ++oc) {
-      vbroadcastss(reg_weight, ptr[rax + 4 * oc]);
-      for (int v = 0; v < vectors; ++v) vaddps(acc(oc, v), acc(oc, v), reg_weight);
+      vbroadcastss(reg_weight(), ptr[rax + 4 * oc]);
+      for (int v = 0; v < vectors; ++v) vaddps(acc(oc, v), acc(oc, v), reg_weight());
     }
     L(no_bias);
     if (key_.relu) {
-      vxorps(reg_weight, reg_weight, reg_weight);
+      vxorps(reg_weight(), reg_weight(), reg_weight());
       for (int oc = 0; oc < plan_.oc_block; ++oc) {
-        for (int v = 0; v < vectors; ++v) vmaxps(acc(oc, v), reg_weight, acc(oc, v));  // keeps NaN
+        for (int v = 0; v < vectors; ++v) vmaxps(acc(oc, v), reg_weight(), acc(oc, v));  // keeps NaN
       }
     }
     mov(rax, reg_y);
@@ -265,13 +292,17 @@ class Generator : public CodeGenerator {
 }  // namespace
 
 NchwPlan plan_nchw(const SpecKey& key) {
-  switch (key.oc_class) {  // accumulators + inputs <= 12 of the 16 ymm
+  // Accumulators + inputs + the weight broadcast fill at most the 16 ymm; stride 2 needs three more
+  // (shuffle temporaries, mask), so its accumulators + inputs stay within 12.
+  switch (key.oc_class) {
     case 1: return {1, 3};  // 24-pixel blocks: the seed network's 26- and 28-pixel rows qualify
     case 2: return {2, 3};
     case 3: return {3, 2};
-    default: return {4, 2};
+    default: return key.stride[2] == 1 ? NchwPlan{4, 3} : NchwPlan{4, 2};  // 12 FMAs per 7 loads, or 8 per 6
   }
 }
+
+int64_t nchw_min_row_pixels(const NchwPlan& plan) { return 8 * std::min(plan.vectors, 2); }
 
 std::string nchw_unsupported_reason(const SpecKey& key) {
   if (key.layout != CONVJIT_NCHW) return "not NCHW";
@@ -287,7 +318,7 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
   const NchwPlan plan = plan_nchw(key);
   convjit_conv_kernel kernel{};
   kernel.row_kernel = 1;
-  kernel.min_row_pixels = 8 * plan.vectors;
+  kernel.min_row_pixels = nchw_min_row_pixels(plan);
   // One block of at most ~100 bytes per tap and vector, plus the frame.
   const size_t code_size = 4096 + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2] * plan.vectors) * 128;
   return emit_kernel(

@@ -2,6 +2,7 @@
 // ymm lane group, weights broadcast straight from OIHW (no packing).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "jit/backend.hpp"
@@ -9,11 +10,13 @@
 namespace convjit::jit::xbyak {
 
 // Register blocking of the NCHW kernel: oc_block output channels (the key's channel class)
-// x vectors ymm of 8 pixels, at most 8 accumulators.
+// x vectors ymm of 8 pixels, at most 12 accumulators.
 struct NchwPlan {
   int oc_block, vectors;
 };
 NchwPlan plan_nchw(const SpecKey& key);
+// Shorter row segments go to the generic tile (it packs several rows per panel and wins there).
+int64_t nchw_min_row_pixels(const NchwPlan& plan);
 
 // Empty when the key can be generated, else why not.
 std::string nchw_unsupported_reason(const SpecKey& key);

@@ -24,7 +24,7 @@ class XbyakBackend : public Backend {
   // NHWC kernels block 16 output channels; with fewer than 4 per group they mostly compute zeros.
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
     // NHWC: 16, not its 6-pixel block: each 16-channel block rebuilds the padded rows (resnet_3x3_14 lost).
-    const int64_t block = key.layout == CONVJIT_NCHW ? 8 * xbyak::plan_nchw(key).vectors : 16;
+    const int64_t block = key.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(xbyak::plan_nchw(key)) : 16;
     if (p.out[2] < block) {
       return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(block) +
              ": the generic tier packs several rows per panel";
