@@ -32,7 +32,8 @@ class Backend {
   virtual bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) = 0;
 };
 
-// Null when the backend is not built in.
+// Built in only when their library was found (CONVJIT_HAVE_XBYAK, CONVJIT_HAVE_LLVM).
 std::unique_ptr<Backend> make_xbyak_backend();
+std::unique_ptr<Backend> make_llvm_backend();
 
 }  // namespace convjit::jit

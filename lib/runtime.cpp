@@ -50,19 +50,30 @@ std::unique_ptr<jit::Backend> select_backend(Backend wanted, std::string* reason
     *reason = "CONVJIT_BACKEND=none";
     return nullptr;
   }
-  if (wanted == Backend::Llvm) {
-    *reason = "the LLVM backend is not built in";
+  // Auto: Xbyak where it runs (microsecond compiles), else LLVM (portable, millisecond compiles).
+  std::string reasons;
+  auto usable = [&](std::unique_ptr<jit::Backend> backend) -> std::unique_ptr<jit::Backend> {
+    const std::string why = backend->unavailable_reason();
+    if (why.empty()) return backend;
+    reasons += (reasons.empty() ? "" : "; ") + std::string(backend->name()) + ": " + why;
     return nullptr;
-  }
+  };
+  if (wanted == Backend::Xbyak || wanted == Backend::Auto) {
 #if defined(CONVJIT_HAVE_XBYAK)
-  auto backend = jit::make_xbyak_backend();
-  *reason = backend->unavailable_reason();
-  if (reason->empty()) return backend;
-  return nullptr;
+    if (auto backend = usable(jit::make_xbyak_backend())) return backend;
 #else
-  *reason = "built without Xbyak";
-  return nullptr;
+    reasons += "built without Xbyak";
 #endif
+  }
+  if (wanted == Backend::Llvm || wanted == Backend::Auto) {
+#if defined(CONVJIT_HAVE_LLVM)
+    if (auto backend = usable(jit::make_llvm_backend())) return backend;
+#else
+    reasons += std::string(reasons.empty() ? "" : "; ") + "built without LLVM";
+#endif
+  }
+  *reason = reasons;
+  return nullptr;
 }
 
 Runtime::Impl::Impl(const Policy& p, std::unique_ptr<jit::Backend> backend, std::string unavailable_reason)

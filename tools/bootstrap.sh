@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev                 # shapes.json reader (tools, bench)
   zlib1g-dev dataset-fashion-mnist   # seednet: gzip IDX reader and the data it trains on
   libxbyak-dev                       # the Xbyak JIT backend
+  llvm-19-dev                        # the LLVM ORC JIT backend (portable)
   libopenblas-dev libdnnl-dev        # benchmark comparisons, found optionally
 )
 

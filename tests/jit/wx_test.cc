@@ -255,5 +255,54 @@ TEST(WriteXorExecute, EachXbyakKernelLivesInOneReadExecuteMapping) {
 TEST(WriteXorExecute, EachXbyakKernelLivesInOneReadExecuteMapping) { GTEST_SKIP() << "built without Xbyak"; }
 #endif
 
+// The LLVM backend's code comes from ORC's JITLink memory manager: written while read+write,
+// finalized read+execute. Its kernels' entry points lie in read+execute mappings, no request
+// ever asked for write and execute together, and no mapping is both.
+#if defined(CONVJIT_HAVE_LLVM)
+TEST(WriteXorExecute, LlvmKernelsAreReadExecuteAndNeverWritableAndExecutable) {
+  std::unique_ptr<convjit::jit::Backend> backend = convjit::jit::make_llvm_backend();
+  ASSERT_NE(backend, nullptr);
+  if (const std::string reason = backend->unavailable_reason(); !reason.empty()) GTEST_SKIP() << reason;
+  const int64_t exec_requests_before = g_exec_requests.load();
+  std::vector<convjit::jit::CompiledKernel> kernels;
+  for (int64_t k : {1, 3, 5}) {
+    for (int64_t stride : {1, 2}) {
+      convjit::jit::CompiledKernel out;
+      std::string error;
+      convjit::jit::SpecKey key{};
+      key.rank = 2;
+      key.layout = CONVJIT_NCHW;
+      key.isa = convjit::jit::Isa::Avx2Fma;
+      key.oc_class = int32_t(k);
+      key.relu = stride == 2;
+      for (int d = 0; d < 3; ++d) {
+        key.kernel[d] = d == 0 ? 1 : k;
+        key.stride[d] = d == 0 ? 1 : stride;
+        key.dilation[d] = 1;
+      }
+      ASSERT_TRUE(backend->compile(key, &out, &error)) << key.name() << ": " << error;
+      kernels.push_back(std::move(out));
+    }
+  }
+  const std::vector<Mapping> maps = read_maps();
+  for (const convjit::jit::CompiledKernel& k : kernels) {
+    const uintptr_t entry = reinterpret_cast<uintptr_t>(k.kernel.compute);
+    const Mapping* home = nullptr;
+    for (const Mapping& m : maps) {
+      if (m.contains(entry)) home = &m;
+    }
+    ASSERT_NE(home, nullptr) << k.name << ": entry point " << std::hex << entry << " is in no mapping";
+    EXPECT_TRUE(home->readable() && home->executable() && !home->writable()) << k.name << " lives in: " << home->line;
+  }
+  const std::vector<std::string> bad = writable_and_executable(maps);
+  EXPECT_TRUE(bad.empty()) << "writable and executable mappings:" << joined(bad);
+  EXPECT_GT(g_exec_requests.load() - exec_requests_before, 0)
+      << "no PROT_EXEC request seen: LLVM's mmap/mprotect did not bind to this test's wrappers";
+  EXPECT_EQ(g_wx_requests.load(), 0) << "first W+X request had prot = " << g_first_wx_prot.load();
+}
+#else
+TEST(WriteXorExecute, LlvmKernelsAreReadExecuteAndNeverWritableAndExecutable) { GTEST_SKIP() << "built without LLVM"; }
+#endif
+
 }  // namespace
 }  // namespace convjit::testing::jit

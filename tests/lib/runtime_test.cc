@@ -129,6 +129,40 @@ TEST(Runtime, CompiledTiersMatchReferenceAndGenericBitwise) {
 }
 
 // Training updates weights in place: a compiled kernel must read them again at every call.
+// Each backend on its own, every configuration compiled on first sight: the kernels it takes
+// (NCHW for LLVM) agree with the reference and bitwise with the generic tier, and it did compile.
+// A build or host without the backend skips.
+class RuntimeBackend : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(RuntimeBackend, CompiledKernelsMatchReferenceAndGenericBitwise) {
+  Policy policy = eager_policy();
+  policy.backend = GetParam();
+  Runtime runtime(policy);
+  Runtime generic(generic_policy());
+  SKIP_WITHOUT_BACKEND(runtime);
+  const std::vector<ConvDims> shapes = random_conv_sweep(0x4E0D, 90);
+  int failures = 0;
+  for (size_t i = 0; i < shapes.size() && failures < 10; ++i) {
+    const Problem p(shapes[i], case_seed(0x4E0D, i));
+    const std::vector<float> y = p.run(runtime);
+    const auto close = p.matches_reference(y, "jit y");
+    const auto same = bitwise_equal("jit vs generic", y, p.run(generic), conv_output_shape(p.dims), describe(p.dims));
+    EXPECT_TRUE(close) << "case " << i;
+    EXPECT_TRUE(same) << "case " << i;
+    failures += !close || !same;
+  }
+  const RuntimeStats stats = runtime.stats();
+  int64_t jit_calls = 0;
+  for (const ConfigStats& c : stats.configurations) jit_calls += c.calls_jit;
+  EXPECT_GE(jit_calls, int64_t(shapes.size()) / 4) << stats.backend << ": compiled " << stats.compiles
+                                                   << ", failed " << stats.compile_failures;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RuntimeBackend, ::testing::Values(Backend::Xbyak, Backend::Llvm),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return info.param == Backend::Xbyak ? "Xbyak" : "Llvm";
+                         });
+
 // NHWC with few output channels per group runs as the NCHW problem on transposed copies
 // (lib/nhwc_as_nchw.hpp): the stats name that NCHW configuration, it reaches the JIT tier, and
 // every tier gives the same bits.
