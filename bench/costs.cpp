@@ -62,9 +62,23 @@ convjit::Policy policy(convjit::Backend backend) {
   return p;
 }
 
+using BackendFactory = std::unique_ptr<convjit::jit::Backend> (*)();
+
+// The backends built in, by name.
+std::vector<std::pair<std::string, BackendFactory>> built_backends() {
+  std::vector<std::pair<std::string, BackendFactory>> backends;
+#if defined(CONVJIT_HAVE_XBYAK)
+  backends.emplace_back("xbyak", convjit::jit::make_xbyak_backend);
+#endif
+#if defined(CONVJIT_HAVE_LLVM)
+  backends.emplace_back("llvm", convjit::jit::make_llvm_backend);
+#endif
+  return backends;
+}
+
 // Compile latency: a fresh backend compile of the key, every iteration (no cache involved).
-void bm_compile(benchmark::State& st, convjit::jit::SpecKey key) {
-  auto backend = convjit::jit::make_xbyak_backend();
+void bm_compile(benchmark::State& st, BackendFactory make, convjit::jit::SpecKey key) {
+  auto backend = make();
   if (std::string why = backend->unavailable_reason(); !why.empty()) {
     st.SkipWithError(why.c_str());
     return;
@@ -97,11 +111,13 @@ void bm_dispatch(benchmark::State& st, Problem* p, convjit::Backend backend, boo
   // The driver alone needs the compiled kernel: compile it the same way, outside the runtime.
   convjit::jit::CompiledKernel compiled;
   const convjit_conv_kernel* kernel = nullptr;
+#if defined(CONVJIT_HAVE_XBYAK)
   if (backend != convjit::Backend::None && !stats.configurations.empty() && stats.configurations[0].state == "jit") {
     std::string error;
     const auto key = convjit::jit::make_spec_key(g, params.rank, false, convjit::jit::Isa::Avx2Fma, false);
     if (convjit::jit::make_xbyak_backend()->compile(key, &compiled, &error)) kernel = &compiled.kernel;
   }
+#endif
   for (auto _ : st) {
     if (through_runtime) {
       runtime.conv_forward(p->dims, p->x.data(), p->w.data(), nullptr, convjit::Activation::Identity, p->y.data());
@@ -181,8 +197,13 @@ void register_all(const cb::ShapeSet& set) {
     const auto key = convjit::jit::make_spec_key(g, params.rank, false, convjit::jit::Isa::Avx2Fma, false);
     keys.emplace(key.name(), key);
   }
-  for (const auto& [name, key] : keys)
-    benchmark::RegisterBenchmark(("compile/" + name).c_str(), bm_compile, key)->Unit(benchmark::kMicrosecond);
+  for (const auto& [backend, make] : built_backends()) {
+    for (const auto& [name, key] : keys) {
+      if (backend == "llvm" && key.layout != CONVJIT_NCHW) continue;  // it generates NCHW kernels only
+      benchmark::RegisterBenchmark(("compile/" + backend + "/" + name).c_str(), bm_compile, make, key)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
   for (auto& p : g_problems) {
     if (p->name != "seed_layer1" && p->name != "tiny_1x8" && p->name.rfind("seed_chain_1", 0) != 0 &&
         p->name.rfind("resnet_3x3_56", 0) != 0)

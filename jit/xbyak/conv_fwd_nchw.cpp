@@ -123,8 +123,8 @@ class Generator : public CodeGenerator {
   // The segment's n = ceil(pixels / 8) vectors go in blocks of the plan's size and, where n does
   // not divide, of 2 (3-vector plans split n = 4 as 2 + 2 and 5 as 3 + 2: no block is mostly
   // overlap). The block that reaches the segment's end is moved back to end at its last pixel,
-  // recomputing (bitwise the same) fewer than 8 outputs; a block is only moved back within a
-  // segment at least its size. Segments have at least min_row_pixels.
+  // recomputing (bitwise the same) a few outputs; a block is only moved back within a segment at
+  // least its size. Segments have at least min_row_pixels = 16, so the code holds two block sizes.
   void emit_pixel_loop() {
     Label next_block, done;
     Label block_of[4];  // entry of the code for a block of v vectors
@@ -139,21 +139,18 @@ class Generator : public CodeGenerator {
       vpcmpgtd(reg_mask_hi(), reg_mask_hi(), ptr[rax]);
     }
     L(next_block);  // pixels left > 0: pick the block size from the vectors left
-    lea(rax, ptr[reg_pixels_left + 7]);
-    shr(rax, 3);
-    cmp(rax, 1);
-    je(block_of[1], T_NEAR);
     if (plan_.vectors == 3) {
+      lea(rax, ptr[reg_pixels_left + 7]);
+      shr(rax, 3);
       cmp(rax, 2);
-      je(block_of[2], T_NEAR);
+      jle(block_of[2], T_NEAR);
       cmp(rax, 4);
       je(block_of[2], T_NEAR);
       // n = 3 and a partial last vector: a 3-vector block moved back needs a 24-pixel segment.
       cmp(local(kPixels), 24);
       jl(block_of[2], T_NEAR);
     }
-    jmp(block_of[plan_.vectors], T_NEAR);
-    for (int vectors = 1; vectors <= plan_.vectors; ++vectors) {
+    for (int vectors = plan_.vectors; vectors >= 2; --vectors) {
       Label whole;
       L(block_of[vectors]);
       cmp(reg_pixels_left, 8 * vectors);
@@ -170,7 +167,7 @@ class Generator : public CodeGenerator {
       add(reg_y, 4 * 8 * vectors);
       sub(reg_pixels_left, 8 * vectors);
       jg(next_block, T_NEAR);
-      if (vectors < plan_.vectors) jmp(done, T_NEAR);
+      jmp(done, T_NEAR);
     }
     L(done);
   }
@@ -295,14 +292,14 @@ NchwPlan plan_nchw(const SpecKey& key) {
   // Accumulators + inputs + the weight broadcast fill at most the 16 ymm; stride 2 needs three more
   // (shuffle temporaries, mask), so its accumulators + inputs stay within 12.
   switch (key.oc_class) {
-    case 1: return {1, 3};  // 24-pixel blocks: the seed network's 26- and 28-pixel rows qualify
+    case 1: return {1, 3};
     case 2: return {2, 3};
     case 3: return {3, 2};
     default: return key.stride[2] == 1 ? NchwPlan{4, 3} : NchwPlan{4, 2};  // 12 FMAs per 7 loads, or 8 per 6
   }
 }
 
-int64_t nchw_min_row_pixels(const NchwPlan& plan) { return 8 * std::min(plan.vectors, 2); }
+int64_t nchw_min_row_pixels(const NchwPlan&) { return 16; }  // two vectors: see emit_pixel_loop
 
 std::string nchw_unsupported_reason(const SpecKey& key) {
   if (key.layout != CONVJIT_NCHW) return "not NCHW";
