@@ -8,7 +8,8 @@
 //   convjit_seed_bench [--threads=N] [Google Benchmark flags]
 //
 // seed_step/<variant>: steady state. generic is a Runtime without a backend; auto is the process
-// policy (CONVJIT_BACKEND etc.) after its hot threshold and compiles; onednn is plain NCHW oneDNN.
+// policy (CONVJIT_BACKEND etc.) after its hot threshold and compiles; llvm the same with the LLVM
+// backend; onednn is plain NCHW oneDNN.
 // seed_first_step/<variant>: a fresh Runtime (or fresh oneDNN primitives) each iteration, timed
 // to the first loss and to the first gradient: what an app pays before its first result.
 #include <benchmark/benchmark.h>
@@ -51,10 +52,10 @@ int64_t training_step_flops() {
 
 using OpsFactory = std::function<std::unique_ptr<seednet::ConvOps>(std::unique_ptr<convjit::Runtime>&)>;
 
-// The process policy (CONVJIT_* variables), or that policy without a backend: tier 0 only.
-std::unique_ptr<seednet::ConvOps> convjit_ops(std::unique_ptr<convjit::Runtime>& runtime, bool generic_only) {
+// The process policy (CONVJIT_* variables), with the given backend unless that is Auto.
+std::unique_ptr<seednet::ConvOps> convjit_ops(std::unique_ptr<convjit::Runtime>& runtime, convjit::Backend backend) {
   convjit::Policy p = convjit::Policy::from_environment();
-  if (generic_only) p.backend = convjit::Backend::None;
+  if (backend != convjit::Backend::Auto) p.backend = backend;
   runtime = std::make_unique<convjit::Runtime>(p);
   return std::make_unique<seednet::ConvjitOps>(*runtime);
 }
@@ -142,8 +143,9 @@ int main(int argc, char** argv) {
   omp_set_num_threads(threads);  // oneDNN's OpenMP runtime
 
   const std::pair<const char*, OpsFactory> factories[] = {
-      {"generic", [](auto& rt) { return convjit_ops(rt, true); }},
-      {"auto", [](auto& rt) { return convjit_ops(rt, false); }},
+      {"generic", [](auto& rt) { return convjit_ops(rt, convjit::Backend::None); }},
+      {"auto", [](auto& rt) { return convjit_ops(rt, convjit::Backend::Auto); }},
+      {"llvm", [](auto& rt) { return convjit_ops(rt, convjit::Backend::Llvm); }},
       {"onednn", [](auto&) { return convjit_bench::make_onednn_seed_ops(); }},
   };
   for (const auto& [name, make] : factories) {
@@ -157,7 +159,7 @@ int main(int argc, char** argv) {
   rest.push_back(nullptr);
   benchmark::Initialize(&bargc, rest.data());
   if (benchmark::ReportUnrecognizedArguments(bargc, rest.data())) return 2;
-  benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("convjit_bench_threads", std::to_string(threads));
   benchmark::AddCustomContext("batch", std::to_string(kBatch));
   benchmark::AddCustomContext("step_gflop", std::to_string(double(training_step_flops()) * 1e-9));
   benchmark::RunSpecifiedBenchmarks();

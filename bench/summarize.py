@@ -7,7 +7,8 @@ Per file (one thread count each): conv forward GFLOP/s per method (median over r
 the ratios generic/im2col+OpenBLAS, generic/naive, generic/oneDNN, % of FMA peak, geometric
 means over all conv shapes and over the seed_chain shapes, the issue targets, the first-call
 table and the pooling table. With files of different thread counts, also the thread scaling of
-the generic tier. Python 3 standard library only.
+the generic tier; for convjit_seed_bench output, the training-step table. Python 3 standard
+library only.
 """
 import argparse
 import json
@@ -296,6 +297,36 @@ def print_first_call(run):
           "steady-state NCHW time, so first/generic is the set-up a first call costs.\n")
 
 
+def print_seed_training(run):
+    """convjit_seed_bench: one training step of the seed network per variant, and its first step."""
+    steps = {name[1]: e for name, e in run["data"].items() if len(name) == 2 and name[0] == "seed_step"}
+    if not steps:
+        return
+    t = run["threads"]
+    print(f"### Seed network training step (batch 32: forward, every parameter's gradient), {t} thread"
+          f"{'s' if t != 1 else ''}, medians\n")
+    print("| variant | ms per step | images/s | conv GFLOP/s | vs generic | vs oneDNN |")
+    print("|---|--:|--:|--:|--:|--:|")
+    base, dnnl = steps.get("generic"), steps.get("onednn")
+    for variant in ("generic", "auto", "llvm", "onednn"):
+        e = steps.get(variant)
+        if not e:
+            continue
+        ms = seconds(e) * 1e3
+        print(f"| {variant} | {fmt(ms)} | {fmt(e.get('items_per_second'))} | {fmt(e.get('GFLOP/s'))} | "
+              f"{fmt_ratio(ratio(seconds(base), seconds(e)) if base else None)} | "
+              f"{fmt_ratio(ratio(seconds(dnnl), seconds(e)) if dnnl else None)} |")
+    firsts = {name[1]: e for name, e in run["data"].items() if len(name) == 2 and name[0] == "seed_first_step"}
+    if firsts:
+        print("\n| variant | first forward ms | first gradient ms |")
+        print("|---|--:|--:|")
+        for variant, e in firsts.items():
+            print(f"| {variant} | {fmt(e.get('first_forward_ms'))} | {fmt(e.get('first_gradient_ms'))} |")
+        print("\nfirst step: a fresh runtime (oneDNN: fresh primitives, its primitive cache off) and the "
+              "design's batch of 5, timed to the first loss and to the first gradient (forward included).")
+    print()
+
+
 def print_pool(run):
     shapes = []
     for name in run["data"]:
@@ -420,6 +451,7 @@ def main():
             print_targets(run, rows)
         print_first_call(run)
         print_pool(run)
+        print_seed_training(run)
     print_scaling(runs, shapes_meta)
     return 0
 
