@@ -294,6 +294,8 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
   // A kernel with prepare packs the weights of oc_block channels at a time ahead of the scratch
   // the generic tile uses.
   const bool prepared = specialized && specialized->prepare;
+  // A problem too small to share runs on the calling thread: tile it for one, not into pieces.
+  if (g.flops() < kParallelWorkThreshold) threads = 1;
   const ForwardTiling tiling = plan_forward(g, threads, !specialized && generic == conv_tile_generic,
                                             prepared ? specialized->oc_block : kTileRows);
   const int64_t pixels = g.out[1] * g.out[2];
