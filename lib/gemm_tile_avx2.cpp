@@ -65,7 +65,10 @@ void tile(const GemmTile& t) {
       acc[i][1] = _mm256_max_ps(_mm256_setzero_ps(), acc[i][1]);
     }
     float* c = t.c + i * t.c_row_stride;
-    if (contiguous) {
+    if (contiguous && t.cols == kTileCols) {  // plain stores: masked ones cost AMD cores many cycles
+      _mm256_storeu_ps(c, acc[i][0]);
+      _mm256_storeu_ps(c + 8, acc[i][1]);
+    } else if (contiguous) {
       _mm256_maskstore_ps(c, mask_lo, acc[i][0]);
       _mm256_maskstore_ps(c + 8, mask_hi, acc[i][1]);
     } else {
