@@ -266,6 +266,23 @@ def print_targets(run, rows):
     if worst:
         print(f"| generic/naive ≥ 5× on every shape (worst: {worst[1]}) | {fmt_ratio(worst[0])} | "
               f"{verdict(worst[0], 5.0)} |")
+    # The JIT issue's targets, per layout, on the runtime in steady state (auto: what a user gets).
+    def layout_vs(layout, baselines):
+        vals = [ratio(r["g"].get((layout, "auto")), best(r["g"].get(k) for k in baselines)) for r in rows]
+        return geomean(vals)
+
+    auto_vs_generic = geomean([ratio(r["g"].get(("nchw", "auto")), r["g"].get(("nchw", "generic"))) for r in rows])
+    auto_vs_generic_seed = geomean([ratio(r["g"].get(("nchw", "auto")), r["g"].get(("nchw", "generic")))
+                                    for r in seed])
+    nhwc = layout_vs("nhwc", [("any", "onednn_blocked")])
+    nchw = layout_vs("nchw", [("nchw", "onednn_plain"), ("any", "onednn_blocked")])
+    if auto_vs_generic:
+        print(f"| auto NHWC / oneDNN blocked, geomean ≥ 1.0× | {fmt_ratio(nhwc)} | {verdict(nhwc, 1.0)} |")
+        print(f"| auto NCHW / faster of oneDNN plain and blocked, geomean ≥ 1.0× | {fmt_ratio(nchw)} | "
+              f"{verdict(nchw, 1.0)} |")
+        print(f"| auto / generic NCHW geomean ≥ 1.5× | {fmt_ratio(auto_vs_generic)} | {verdict(auto_vs_generic, 1.5)} |")
+        print(f"| auto / generic NCHW on seed_chain ≥ 3× | {fmt_ratio(auto_vs_generic_seed)} | "
+              f"{verdict(auto_vs_generic_seed, 3.0)} |")
     below = [r["shape"] for r in rows if r["vs_im2col"] is not None and r["vs_im2col"] < 0.8]
     if below:
         print(f"\nShapes where generic is below 0.8× im2col+OpenBLAS: {', '.join(below)}.")
