@@ -44,7 +44,7 @@ inline void pixel_block(const ConvGeometry& g, const RowTaps& taps, const float*
   const __m256 b = bias ? (Tail ? _mm256_maskload_ps(bias + c, lanes) : _mm256_loadu_ps(bias + c)) : _mm256_setzero_ps();
   for (int p = 0; p < Pixels; ++p) {
     __m256 v = bias ? _mm256_add_ps(acc[p], b) : acc[p];
-    if (relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
+    if (relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);  // vmaxps returns its 2nd operand: keeps NaN and -0
     float* out = y_row + (ow + p) * g.y.spatial[2] + c;
     if (Tail)
       _mm256_maskstore_ps(out, lanes, v);

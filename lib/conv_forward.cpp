@@ -114,7 +114,7 @@ InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile) {
                              (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1};
   const bool w_padding = origin[2] < 0 || origin[2] + extent[2] > g.in[2];
   const int64_t icg = g.ic_per_group;
-  if (!w_padding || icg * extent[0] * extent[1] * extent[2] > capacity) return band;
+  if (!w_padding || icg * extent[0] * extent[1] * extent[2] + 15 > capacity) return band;
   const bool nchw = g.layout == CONVJIT_NCHW;
   band.position = nchw ? 1 : icg;
   band.row = extent[2] * band.position;
@@ -127,7 +127,7 @@ InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile) {
     }
   }
   band.data = scratch;
-  band.floats = icg * extent[0] * extent[1] * extent[2];
+  band.floats = (icg * extent[0] * extent[1] * extent[2] + 15) / 16 * 16;  // the rest stays 64-byte aligned
   std::copy(origin, origin + 3, band.origin);
   return band;
 }

@@ -9,6 +9,9 @@ namespace {
 
 // Direct kernels take output channels per group up to this (lib/conv_forward.cpp's choice).
 constexpr int64_t kFewOutputChannels = 8;
+// The copies live in a per-thread buffer that is kept for later calls; beyond this many floats
+// (x, w and y together: 64 MiB) a problem stays NHWC rather than hold that much per thread.
+constexpr int64_t kMaxCopiedFloats = int64_t(16) << 20;
 
 // One image, [pixel][channel] <-> [channel][pixel]. Channels: a compile-time count (the few of
 // the problems here, so the compiler vectorizes across pixels), or 0 for a runtime count.
@@ -49,8 +52,10 @@ bool nhwc_runs_as_nchw(const ConvGeometry& g) {
   // Depthwise with one channel per group has an NHWC kernel of its own (lanes across groups); the
   // NCHW direct kernels take stride 1 or 2 along W.
   const bool depthwise = g.ic_per_group == 1 && g.oc_per_group == 1;
+  const int64_t copied = g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels()) +
+                         g.out_channels * g.reduction;
   return g.layout == CONVJIT_NHWC && g.oc_per_group <= kFewOutputChannels && !depthwise &&
-         (g.stride[2] == 1 || g.stride[2] == 2);
+         (g.stride[2] == 1 || g.stride[2] == 2) && copied <= kMaxCopiedFloats;
 #else
   (void)g;
   return false;

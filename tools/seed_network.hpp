@@ -56,6 +56,8 @@ class SeedNetwork {
   // He initialization; ops (which must outlive the network) runs the convolutions, convjit's
   // default runtime when null.
   SeedNetwork(int64_t max_batch, uint32_t seed, ConvOps* ops = nullptr);
+  SeedNetwork(const SeedNetwork&) = delete;  // ops_ may refer to this object's own default_ops_
+  SeedNetwork& operator=(const SeedNetwork&) = delete;
 
   // Mean cross-entropy of a batch (<= max_batch images); x is [batch][1][28][28], labels 0..9.
   // The batch size is a runtime value of every layer's dims: no shape is ever fixed.

@@ -12,7 +12,6 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
-#include <atomic>
 #include <mutex>
 
 #include "jit/backend.hpp"
@@ -41,8 +40,12 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine) {
 class LlvmBackend : public Backend {
  public:
   LlvmBackend() {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
+    // Target registration must not race with another thread using the registry: once per process.
+    static std::once_flag targets_registered;
+    std::call_once(targets_registered, [] {
+      llvm::InitializeNativeTarget();
+      llvm::InitializeNativeTargetAsmPrinter();
+    });
     auto host = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!host) {
       unavailable_ = "LLVM: " + message(host.takeError());

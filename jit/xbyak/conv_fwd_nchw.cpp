@@ -247,8 +247,19 @@ class Generator : public CodeGenerator {
     mov(rax, local(kBiasBlock));
     test(rax, rax);
     jz(no_bias, T_NEAR);
+    // A partial block's missing channels take the last real channel's bias (their stores are
+    // skipped): nothing past the bias array is read.
+    mov(rdx, local(kOcLeft));
+    dec(rdx);
     for (int oc = 0; oc < plan_.oc_block; ++oc) {
-      vbroadcastss(reg_weight(), ptr[rax + 4 * oc]);
+      if (oc == 0) {
+        vbroadcastss(reg_weight(), ptr[rax]);
+      } else {
+        mov(rcx, oc);
+        cmp(rcx, rdx);
+        cmovg(rcx, rdx);
+        vbroadcastss(reg_weight(), ptr[rax + rcx * 4]);
+      }
       for (int v = 0; v < vectors; ++v) vaddps(acc(oc, v), acc(oc, v), reg_weight());
     }
     L(no_bias);

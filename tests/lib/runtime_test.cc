@@ -4,7 +4,11 @@
 // hot threshold, async compiles, concurrent callers and evicted configurations all keep results
 // right. A host without a usable backend skips only the tests that need one.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -162,6 +166,73 @@ INSTANTIATE_TEST_SUITE_P(Backends, RuntimeBackend, ::testing::Values(Backend::Xb
                          [](const ::testing::TestParamInfo<Backend>& info) {
                            return info.param == Backend::Xbyak ? "Xbyak" : "Llvm";
                          });
+
+// relu keeps NaN (and -0) on every tier: an input NaN reaches every output whose window reads it,
+// with the same bits whichever kernel runs. Covers the direct tiles, the register tile, the NHWC
+// depthwise kernel, NHWC run as NCHW, and each layout's JIT kernel.
+TEST(Runtime, ReluKeepsNaNOnEveryTier) {
+  Runtime generic(generic_policy());
+  Runtime eager(eager_policy());
+  SKIP_WITHOUT_BACKEND(eager);
+  auto dims = [](Layout layout, int64_t channels, int64_t out_channels, int64_t groups) {
+    ConvDims d;
+    d.layout = layout;
+    d.in_channels = channels;
+    d.out_channels = out_channels;
+    d.groups = groups;
+    d.in_size = {12, 21, 1};
+    d.kernel = {3, 3, 1};
+    d.pad_begin = d.pad_end = {1, 1, 0};
+    return d;
+  };
+  for (const ConvDims& d : {dims(Layout::NHWC, 16, 16, 16), dims(Layout::NCHW, 16, 16, 16),
+                            dims(Layout::NCHW, 3, 5, 1), dims(Layout::NHWC, 3, 5, 1), dims(Layout::NHWC, 8, 24, 1),
+                            dims(Layout::NCHW, 8, 24, 1)}) {
+    Rng rng(0x4E0E);
+    std::vector<float> x = random_floats(rng, ref::conv_input_elements(d));
+    const std::vector<float> w = random_floats(rng, ref::conv_weight_elements(d));
+    x[x.size() / 2] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> y[2];
+    Runtime* runtimes[2] = {&generic, &eager};
+    for (int r = 0; r < 2; ++r) {
+      y[r] = nan_buffer(ref::conv_output_elements(d));
+      y[r].assign(y[r].size(), 1.0f);
+      runtimes[r]->conv_forward(d, x.data(), w.data(), nullptr, Activation::Relu, y[r].data());
+    }
+    int64_t nans = 0;
+    for (float v : y[0]) nans += std::isnan(v);
+    EXPECT_GT(nans, 0) << describe(d) << ": relu turned the NaN into a number";
+    EXPECT_TRUE(bitwise_equal("jit vs generic", y[1], y[0], conv_output_shape(d), describe(d)));
+  }
+}
+
+// The bias is read only at the channels a kernel computes: a partial channel block (5 channels,
+// blocks of 4) with the bias ending at an inaccessible page must not fault.
+TEST(Runtime, BiasIsReadOnlyForRealChannels) {
+  Runtime eager(eager_policy());
+  Runtime generic(generic_policy());
+  SKIP_WITHOUT_BACKEND(eager);
+  const long page = sysconf(_SC_PAGESIZE);
+  void* pages = mmap(nullptr, size_t(2 * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(pages, MAP_FAILED);
+  ASSERT_EQ(mprotect(static_cast<char*>(pages) + page, size_t(page), PROT_NONE), 0);
+  ConvDims d;
+  d.in_channels = 2;
+  d.out_channels = 5;
+  d.in_size = {6, 47, 1};
+  d.kernel = {1, 3, 1};
+  float* bias = reinterpret_cast<float*>(static_cast<char*>(pages) + page) - d.out_channels;  // ends at the guard
+  Rng rng(0x4E0F);
+  for (int64_t c = 0; c < d.out_channels; ++c) bias[c] = float(c) - 2.0f;
+  const std::vector<float> x = random_floats(rng, ref::conv_input_elements(d));
+  const std::vector<float> w = random_floats(rng, ref::conv_weight_elements(d));
+  std::vector<float> y_jit = nan_buffer(ref::conv_output_elements(d)), y_generic = y_jit;
+  eager.conv_forward(d, x.data(), w.data(), bias, Activation::Identity, y_jit.data());
+  generic.conv_forward(d, x.data(), w.data(), bias, Activation::Identity, y_generic.data());
+  EXPECT_TRUE(bitwise_equal("jit vs generic", y_jit, y_generic, conv_output_shape(d), describe(d)));
+  EXPECT_EQ(eager.stats().configurations.at(0).state, "jit");
+  munmap(pages, size_t(2 * page));
+}
 
 // NHWC with few output channels per group runs as the NCHW problem on transposed copies
 // (lib/nhwc_as_nchw.hpp): the stats name that NCHW configuration, it reaches the JIT tier, and
