@@ -45,7 +45,7 @@ class Generator : public CodeGenerator {
   const Reg64 reg_plane_step = r13, reg_row_step = r14, reg_channel_step = r15;  // view steps, bytes
 
   // Locals on the stack.
-  enum Local { kXBase, kYBlock, kBiasBlock, kOcLeft, kPixels, kWeightBytes, kYChannelBytes, kIcCount, kLocals };
+  enum Local { kXBase, kYBlock, kBiasBlock, kOcLeft, kPixels, kWeightBytes, kYChannelBytes, kIcCount, kRowsLeft, kLocals };
   Address local(Local l) { return qword[rsp + 8 * int(l)]; }
 
   // ymm: accumulators, then the input vectors, then the weight broadcast and (stride 2 only) the
@@ -203,7 +203,9 @@ class Generator : public CodeGenerator {
     L(ic_loop);
     emit_taps(vectors);
     add(reg_x_channel, reg_channel_step);
-    for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(4 * taps_));
+    if (!rolled_rows()) {  // rolled rows advance the weight rows as they go
+      for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(4 * taps_));
+    }
     dec(reg_ic);
     jnz(ic_loop, T_NEAR);
     mov(rax, local(kWeightBytes));
@@ -221,19 +223,40 @@ class Generator : public CodeGenerator {
       if (kd > 0) key_.flip ? sub(reg_plane, reg_plane_step) : add(reg_plane, reg_plane_step);
       mov(reg_row, reg_plane);
       if (key_.flip && kh_n > 1) emit_add_multiple(reg_row, reg_row_step, kh_n - 1);
-      for (int64_t kh = 0; kh < kh_n; ++kh) {
-        if (kh > 0) key_.flip ? sub(reg_row, reg_row_step) : add(reg_row, reg_row_step);
+      auto next_row = [&] { key_.flip ? sub(reg_row, reg_row_step) : add(reg_row, reg_row_step); };
+      // One kernel row's taps; `first_tap` is the weight offset of its tap 0 from reg_w.
+      auto emit_row = [&](int64_t first_tap) {
         for (int64_t kw = 0; kw < kw_n; ++kw) {
-          const int64_t tap = (kd * kh_n + kh) * kw_n + kw;
           for (int v = 0; v < vectors; ++v) emit_load_input(v, vectors, input_tap(kw, kw_n));
           for (int oc = 0; oc < plan_.oc_block; ++oc) {
-            vbroadcastss(reg_weight(), ptr[reg_w[oc] + 4 * tap]);
+            vbroadcastss(reg_weight(), ptr[reg_w[oc] + 4 * (first_tap + kw)]);
             for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(oc, v), reg_weight(), input(v));
           }
         }
+      };
+      if (!rolled_rows()) {
+        for (int64_t kh = 0; kh < kh_n; ++kh) {
+          if (kh > 0) next_row();
+          emit_row((kd * kh_n + kh) * kw_n);
+        }
+        continue;
       }
+      // Tall kernels: the rows in a loop, the weight rows advancing with it (the code of a 7x7
+      // kernel would otherwise take longer to emit than the 50 us a compile may). Its count lives
+      // on the stack: no register is free.
+      Label row_loop;
+      mov(local(kRowsLeft), int(kh_n));
+      L(row_loop);
+      emit_row(0);
+      for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(4 * kw_n));
+      next_row();
+      dec(local(kRowsLeft));
+      jnz(row_loop, T_NEAR);
     }
   }
+
+  static constexpr int64_t kRolledRows = 5;  // kernel heights from which rows are a runtime loop
+  bool rolled_rows() const { return key_.kernel[1] >= kRolledRows; }
 
   void emit_add_multiple(const Reg64& target, const Reg64& step, int64_t times) {
     mov(rax, step);

@@ -56,6 +56,7 @@ class Generator : public CodeGenerator {
     kBias,
     kYPixelBytes,
     kPackedWeights,
+    kRowsLeft,
     kPartialBlock,  // nonzero: fewer than 16 channels, stores are masked
     kMaskLo,
     kMaskHi = kMaskLo + 4,
@@ -150,6 +151,8 @@ class Generator : public CodeGenerator {
     emit_store(pixels);
   }
 
+  static constexpr int64_t kRolledRows = 5;  // kernel heights from which rows are a runtime loop
+
   // Taps in OHWI order (kd, kh, kw), each reducing over the input channels.
   void emit_taps(int pixels) {
     const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
@@ -166,15 +169,30 @@ class Generator : public CodeGenerator {
       if (kd > 0) advance(reg_plane, reg_plane_step);
       mov(reg_row, reg_plane);
       start_reversed(reg_row, reg_row_step, kh_n);
-      for (int64_t kh = 0; kh < kh_n; ++kh) {
-        if (kh > 0) advance(reg_row, reg_row_step);
+      auto emit_row = [&] {  // one kernel row's taps; the packed weights run on in k order
         mov(reg_tap, reg_row);
         start_reversed(reg_tap, reg_col_step, kw_n);
         for (int64_t kw = 0; kw < kw_n; ++kw) {
           if (kw > 0) advance(reg_tap, reg_col_step);
           emit_ic_loop(pixels);
         }
+      };
+      if (kh_n < kRolledRows) {
+        for (int64_t kh = 0; kh < kh_n; ++kh) {
+          if (kh > 0) advance(reg_row, reg_row_step);
+          emit_row();
+        }
+        continue;
       }
+      // Tall kernels: the rows in a loop, so a 7x7 kernel emits within a compile's 50 us; its
+      // count lives on the stack (no register is free).
+      Label row_loop;
+      mov(local(kRowsLeft), int(kh_n));
+      L(row_loop);
+      emit_row();
+      advance(reg_row, reg_row_step);
+      dec(local(kRowsLeft));
+      jnz(row_loop, T_NEAR);
     }
   }
 
