@@ -205,30 +205,54 @@ int64_t max_segment_pixels(const ConvGeometry& g, const InputBand& band, const c
   return positions < 1 ? 1 : (positions - 1) / g.stride[2] + 1;
 }
 
-// A tile through a prepared row kernel, rows outside: each row's view is made once and every
-// channel block of [first_oc, end_oc) runs on it, its weights packed again per row. y_tile is y at
-// (n, channel 0, od, first pixel of the tile).
-void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn generic,
-                                  const convjit_conv_kernel& specialized, const convjit_conv_tile& tile,
-                                  int64_t first_oc, int64_t end_oc, const float* w, const float* bias, float* y_tile,
-                                  float* packed) {
+// The row segments of a tile that a row kernel takes (long rows split so their padded views fit
+// the scratch): fn(segment, viewed, done), where segment is the tile narrowed to the segment and,
+// when viewed, pointing at its input view; a segment shorter than the kernel's minimum (or whose
+// view does not fit) is not viewed and goes to the generic tile (same numbers). done = pixels of
+// the tile before the segment.
+template <typename Fn>
+void for_each_viewed_segment(const ConvGeometry& g, const convjit_conv_kernel& specialized,
+                             const convjit_conv_tile& tile, Fn&& fn) {
   const InputBand band = make_band(g, tile);
   convjit_conv_tile rest = tile;  // the scratch beyond the band
   rest.scratch += band.floats;
   rest.scratch_floats -= band.floats;
   for_each_row_segment(g, rest, max_segment_pixels(g, band, rest), [&](int64_t oh, int64_t ow, int64_t count,
                                                                       int64_t done) {
-    convjit_conv_tile row = rest;
-    row.oh = oh;
-    row.ow = ow;
-    row.pixel_count = count;
+    convjit_conv_tile segment = rest;
+    segment.oh = oh;
+    segment.ow = ow;
+    segment.pixel_count = count;
+    convjit_conv_tile viewed_segment = segment;
     const bool viewed = count >= specialized.min_row_pixels &&
-                        make_view(g, band, tile.x, tile.od, oh, ow, count, rest.scratch, rest.scratch_floats, &row);
+                        make_view(g, band, tile.x, tile.od, oh, ow, count, rest.scratch, rest.scratch_floats,
+                                  &viewed_segment);
+    fn(viewed ? viewed_segment : segment, viewed, done);
+  });
+}
+
+// A tile through a row kernel, segment by segment.
+void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
+              const convjit_conv_tile& tile) {
+  for_each_viewed_segment(g, specialized, tile, [&](convjit_conv_tile segment, bool viewed, int64_t done) {
+    segment.y = tile.y + done * g.y.spatial[2];
+    if (viewed)
+      specialized.compute(&g, &segment);
+    else
+      generic(&g, &segment);
+  });
+}
+
+// A tile through a prepared row kernel, rows outside: each segment's view is made once and every
+// channel block of [first_oc, end_oc) runs on it, its weights packed again per segment. y_tile is
+// y at (n, channel 0, od, first pixel of the tile).
+void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn generic,
+                                  const convjit_conv_kernel& specialized, const convjit_conv_tile& tile,
+                                  int64_t first_oc, int64_t end_oc, const float* w, const float* bias, float* y_tile,
+                                  float* packed) {
+  for_each_viewed_segment(g, specialized, tile, [&](const convjit_conv_tile& segment, bool viewed, int64_t done) {
     for (int64_t oc = first_oc; oc < end_oc; oc += specialized.oc_block) {
-      convjit_conv_tile block = viewed ? row : rest;
-      block.oh = oh;
-      block.ow = ow;
-      block.pixel_count = count;
+      convjit_conv_tile block = segment;
       block.w = w + oc * g.reduction;
       block.bias = bias ? bias + oc : nullptr;
       block.y = y_tile + oc * g.y.channel + done * g.y.spatial[2];
@@ -239,31 +263,6 @@ void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn ge
       } else {
         generic(&g, &block);
       }
-    }
-  });
-}
-
-// A tile through a row kernel: row segment by row segment (long rows split so their padded views
-// fit the scratch), each with its input view; a segment shorter than the kernel's block goes to
-// the generic tile (same numbers).
-void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
-              const convjit_conv_tile& tile) {
-  const InputBand band = make_band(g, tile);
-  convjit_conv_tile rest = tile;  // the scratch beyond the band
-  rest.scratch += band.floats;
-  rest.scratch_floats -= band.floats;
-  for_each_row_segment(g, rest, max_segment_pixels(g, band, rest), [&](int64_t oh, int64_t ow, int64_t count,
-                                                                      int64_t done) {
-    convjit_conv_tile part = rest;
-    part.oh = oh;
-    part.ow = ow;
-    part.pixel_count = count;
-    part.y = tile.y + done * g.y.spatial[2];
-    if (count >= specialized.min_row_pixels &&
-        make_view(g, band, tile.x, tile.od, oh, ow, count, rest.scratch, rest.scratch_floats, &part)) {
-      specialized.compute(&g, &part);
-    } else {
-      generic(&g, &part);
     }
   });
 }
