@@ -136,7 +136,7 @@ InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile) {
 // there is one, x itself where every tap of the segment is real, else a zero-padded copy of the
 // input rows it reads (NCHW: [ic][kd][kh][position], NHWC: [kd][kh][position][ic], taps unflipped)
 // in scratch. Zeros there are zero products, which add exactly nothing to finite sums: the generic
-// tier's numbers. Returns false if the copy does not fit in `capacity` floats.
+// tier's numbers. Returns false, leaving *view alone, if the copy does not fit in `capacity` floats.
 bool make_view(const ConvGeometry& g, const InputBand& band, const float* x, int64_t od, int64_t oh, int64_t ow,
                int64_t count, float* scratch, int64_t capacity, convjit_conv_tile* view) {
   const int64_t kd_n = g.kernel[0], kh_n = g.kernel[1];
@@ -223,18 +223,17 @@ void for_each_viewed_segment(const ConvGeometry& g, const convjit_conv_kernel& s
     segment.oh = oh;
     segment.ow = ow;
     segment.pixel_count = count;
-    convjit_conv_tile viewed_segment = segment;
+    // make_view leaves the segment alone when the view does not fit.
     const bool viewed = count >= specialized.min_row_pixels &&
-                        make_view(g, band, tile.x, tile.od, oh, ow, count, rest.scratch, rest.scratch_floats,
-                                  &viewed_segment);
-    fn(viewed ? viewed_segment : segment, viewed, done);
+                        make_view(g, band, tile.x, tile.od, oh, ow, count, rest.scratch, rest.scratch_floats, &segment);
+    fn(segment, viewed, done);
   });
 }
 
 // A tile through a row kernel, segment by segment.
 void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
               const convjit_conv_tile& tile) {
-  for_each_viewed_segment(g, specialized, tile, [&](convjit_conv_tile segment, bool viewed, int64_t done) {
+  for_each_viewed_segment(g, specialized, tile, [&](convjit_conv_tile& segment, bool viewed, int64_t done) {
     segment.y = tile.y + done * g.y.spatial[2];
     if (viewed)
       specialized.compute(&g, &segment);
