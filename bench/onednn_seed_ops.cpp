@@ -36,10 +36,9 @@ class OnednnSeedOps final : public seednet::ConvOps {
     p.weights.set_data_handle(const_cast<float*>(w));
     p.bias.set_data_handle(const_cast<float*>(b));
     p.dst.set_data_handle(y);
-    p.forward.execute(stream_, {{DNNL_ARG_SRC, p.src},
-                                {DNNL_ARG_WEIGHTS, p.weights},
-                                {DNNL_ARG_BIAS, p.bias},
-                                {DNNL_ARG_DST, p.dst}});
+    p.forward.execute(
+        stream_,
+        {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_BIAS, p.bias}, {DNNL_ARG_DST, p.dst}});
     stream_.wait();
   }
 
@@ -85,19 +84,16 @@ class OnednnSeedOps final : public seednet::ConvOps {
     dnnl::primitive_attr attr;
     attr.set_post_ops(relu);
     const dnnl::convolution_forward::primitive_desc forward_pd(
-        {dnnl::prop_kind::forward_training, alg, src_md, wei_md, bias_md, dst_md, strides, dilates, pad_l, pad_r},
-        attr, engine_);
+        {dnnl::prop_kind::forward_training, alg, src_md, wei_md, bias_md, dst_md, strides, dilates, pad_l, pad_r}, attr,
+        engine_);
     const dnnl::convolution_backward_weights::primitive_desc weights_pd(
         {alg, src_md, wei_md, dst_md, strides, dilates, pad_l, pad_r}, engine_, forward_pd);
     const dnnl::convolution_backward_data::primitive_desc data_pd(
         {alg, src_md, wei_md, dst_md, strides, dilates, pad_l, pad_r}, engine_, forward_pd);
 
-    LayerPrimitives p{dnnl::convolution_forward(forward_pd),
-                      dnnl::convolution_backward_weights(weights_pd),
-                      dnnl::convolution_backward_data(data_pd),
-                      memory(src_md, engine_, nullptr),
-                      memory(wei_md, engine_, nullptr),
-                      memory(bias_md, engine_, nullptr),
+    LayerPrimitives p{dnnl::convolution_forward(forward_pd),    dnnl::convolution_backward_weights(weights_pd),
+                      dnnl::convolution_backward_data(data_pd), memory(src_md, engine_, nullptr),
+                      memory(wei_md, engine_, nullptr),         memory(bias_md, engine_, nullptr),
                       memory(dst_md, engine_, nullptr)};
     return layers_.emplace(std::make_pair(layer, d.batch), std::move(p)).first->second;
   }
@@ -118,7 +114,9 @@ std::unique_ptr<seednet::ConvOps> make_onednn_seed_ops() {
 
 #else  // !CONVJIT_BENCH_HAVE_DNNL
 
-std::unique_ptr<seednet::ConvOps> make_onednn_seed_ops() { return nullptr; }
+std::unique_ptr<seednet::ConvOps> make_onednn_seed_ops() {
+  return nullptr;
+}
 
 #endif
 

@@ -19,10 +19,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "onednn_seed_ops.hpp"
 #include "seed_network.hpp"

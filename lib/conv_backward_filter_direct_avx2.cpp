@@ -27,8 +27,8 @@ template <int KW, int Stride>
 struct ColumnPlan {
   struct Edge {
     int64_t ow;
-    __m256i dy_lanes;              // the vector's real pixels
-    __m256i taps[KW][Stride];      // per tap, the real inputs of its (Stride) loads
+    __m256i dy_lanes;          // the vector's real pixels
+    __m256i taps[KW][Stride];  // per tap, the real inputs of its (Stride) loads
   };
   int64_t body_begin = 0, body_end = 0;  // columns of the body vectors
   int edge_count = 0;
@@ -82,8 +82,8 @@ ColumnPlan<KW, Stride> plan_columns(const ConvGeometry& g) {
 // the padding, zero products, skipped; only when MayBePadded).
 template <int Ocb, int Rows, int KW, int Stride, bool MayBePadded>
 inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
-                                                           int64_t step_w, const float* const (&rows)[Rows],
-                                                           const float* dy_row, __m256 (&acc)[Ocb][Rows][KW]) {
+                                                          int64_t step_w, const float* const (&rows)[Rows],
+                                                          const float* dy_row, __m256 (&acc)[Ocb][Rows][KW]) {
   const int64_t dy_channel = g.y.channel;
   for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
     __m256 grad[Ocb];

@@ -41,7 +41,8 @@ inline void pixel_block(const ConvGeometry& g, const RowTaps& taps, const float*
       acc[p] = _mm256_fmadd_ps(xv, wv, acc[p]);
     }
   }
-  const __m256 b = bias ? (Tail ? _mm256_maskload_ps(bias + c, lanes) : _mm256_loadu_ps(bias + c)) : _mm256_setzero_ps();
+  const __m256 b =
+      bias ? (Tail ? _mm256_maskload_ps(bias + c, lanes) : _mm256_loadu_ps(bias + c)) : _mm256_setzero_ps();
   for (int p = 0; p < Pixels; ++p) {
     __m256 v = bias ? _mm256_add_ps(acc[p], b) : acc[p];
     if (relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);  // vmaxps returns its 2nd operand: keeps NaN and -0
@@ -60,7 +61,8 @@ void all_channels(const ConvGeometry& g, const RowTaps& taps, const float* image
   int64_t c = 0;
   for (; c + 8 <= channels; c += 8)
     pixel_block<Pixels, false>(g, taps, image, wt, ow, c, _mm256_setzero_si256(), bias, relu, y_row);
-  if (c < channels) pixel_block<Pixels, true>(g, taps, image, wt, ow, c, lanes_inside(0, channels - c), bias, relu, y_row);
+  if (c < channels)
+    pixel_block<Pixels, true>(g, taps, image, wt, ow, c, lanes_inside(0, channels - c), bias, relu, y_row);
 }
 
 // The taps of output row (od, oh) whose kd, kh input exists and whose kw is in [kw_begin,
@@ -78,8 +80,8 @@ void pack_taps(const ConvGeometry& g, const float* w, int64_t od, int64_t oh, in
     for (int64_t kh = kh0; kh < kh1; ++kh) {
       for (int64_t kw = kw_begin; kw < kw_end; ++kw) {
         const int64_t t = taps->count++;
-        taps->offset[t] = input(0, od, kd) * g.x.spatial[0] + input(1, oh, kh) * g.x.spatial[1] +
-                          input(2, 0, kw) * g.x.spatial[2];
+        taps->offset[t] =
+            input(0, od, kd) * g.x.spatial[0] + input(1, oh, kh) * g.x.spatial[1] + input(2, 0, kw) * g.x.spatial[2];
         const float* w_tap = w + (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
         for (int64_t c = 0; c < g.groups; ++c) wt[t * g.groups + c] = w_tap[c * g.taps];
       }
@@ -124,7 +126,8 @@ void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const fl
     if (interior_begin < interior_end) {
       pack_taps(g, w, od, oh, 0, g.kernel[2], wt, &taps);
       int64_t ow = interior_begin;
-      for (; ow + kPixels <= interior_end; ow += kPixels) all_channels<kPixels>(g, taps, image, wt, ow, bias, relu, y_row);
+      for (; ow + kPixels <= interior_end; ow += kPixels)
+        all_channels<kPixels>(g, taps, image, wt, ow, bias, relu, y_row);
       for (; ow < interior_end; ++ow) all_channels<1>(g, taps, image, wt, ow, bias, relu, y_row);
     }
     for (int64_t ow = interior_end; ow < g.out[2]; ++ow) edge_pixel(ow);

@@ -74,7 +74,7 @@ void copy_padded_row(const ConvGeometry& g, const float* x, int64_t id, int64_t 
   const int64_t icg = g.ic_per_group;
   const bool real_row = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
   const int64_t first = real_row ? std::clamp<int64_t>(-origin_w, 0, span) : span;  // real positions
-  const int64_t last = std::clamp<int64_t>(g.in[2] - origin_w, first, span);         // are [first, last)
+  const int64_t last = std::clamp<int64_t>(g.in[2] - origin_w, first, span);        // are [first, last)
   const float* src = x + id * g.x.spatial[0] + ih * g.x.spatial[1] + origin_w * g.x.spatial[2];
   if (g.layout == CONVJIT_NCHW) {
     for (int64_t ic = 0; ic < icg; ++ic, src += g.x.channel, dst += dst_channel) {
@@ -85,7 +85,8 @@ void copy_padded_row(const ConvGeometry& g, const float* x, int64_t id, int64_t 
     return;
   }
   std::fill(dst, dst + first * icg, 0.0f);
-  for (int64_t p = first; p < last; ++p) std::copy(src + p * g.x.spatial[2], src + p * g.x.spatial[2] + icg, dst + p * icg);
+  for (int64_t p = first; p < last; ++p)
+    std::copy(src + p * g.x.spatial[2], src + p * g.x.spatial[2] + icg, dst + p * icg);
   std::fill(dst + last * icg, dst + span * icg, 0.0f);
 }
 
@@ -94,8 +95,8 @@ void copy_padded_row(const ConvGeometry& g, const float* x, int64_t id, int64_t 
 // needs a padded view, and one copy of each input beats one per tap row that reads it (3x for a
 // 3x3 kernel). Rows take their views from it.
 struct InputBand {
-  const float* data = nullptr;  // null: views come from x, or from per-row copies
-  int64_t origin[3] = {};       // input coordinates of data[0]
+  const float* data = nullptr;                            // null: views come from x, or from per-row copies
+  int64_t origin[3] = {};                                 // input coordinates of data[0]
   int64_t channel = 0, plane = 0, row = 0, position = 0;  // element strides
   int64_t floats = 0;                                     // of the tile's scratch it holds
 };
@@ -122,8 +123,8 @@ InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile) {
   band.channel = nchw ? extent[0] * band.plane : 1;
   for (int64_t d = 0; d < extent[0]; ++d) {
     for (int64_t h = 0; h < extent[1]; ++h) {
-      copy_padded_row(g, tile.x, origin[0] + d, origin[1] + h, origin[2], extent[2], scratch + d * band.plane + h * band.row,
-                      band.channel);
+      copy_padded_row(g, tile.x, origin[0] + d, origin[1] + h, origin[2], extent[2],
+                      scratch + d * band.plane + h * band.row, band.channel);
     }
   }
   band.data = scratch;
@@ -217,17 +218,18 @@ void for_each_viewed_segment(const ConvGeometry& g, const convjit_conv_kernel& s
   convjit_conv_tile rest = tile;  // the scratch beyond the band
   rest.scratch += band.floats;
   rest.scratch_floats -= band.floats;
-  for_each_row_segment(g, rest, max_segment_pixels(g, band, rest), [&](int64_t oh, int64_t ow, int64_t count,
-                                                                      int64_t done) {
-    convjit_conv_tile segment = rest;
-    segment.oh = oh;
-    segment.ow = ow;
-    segment.pixel_count = count;
-    // make_view leaves the segment alone when the view does not fit.
-    const bool viewed = count >= specialized.min_row_pixels &&
-                        make_view(g, band, tile.x, tile.od, oh, ow, count, rest.scratch, rest.scratch_floats, &segment);
-    fn(segment, viewed, done);
-  });
+  for_each_row_segment(
+      g, rest, max_segment_pixels(g, band, rest), [&](int64_t oh, int64_t ow, int64_t count, int64_t done) {
+        convjit_conv_tile segment = rest;
+        segment.oh = oh;
+        segment.ow = ow;
+        segment.pixel_count = count;
+        // make_view leaves the segment alone when the view does not fit.
+        const bool viewed =
+            count >= specialized.min_row_pixels &&
+            make_view(g, band, tile.x, tile.od, oh, ow, count, rest.scratch, rest.scratch_floats, &segment);
+        fn(segment, viewed, done);
+      });
 }
 
 // A tile through a row kernel, segment by segment.

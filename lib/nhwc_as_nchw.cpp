@@ -40,9 +40,8 @@ void transpose_images(int64_t images, int64_t pixels, int64_t channels, const fl
                                 transpose_image<6>, transpose_image<7>, transpose_image<8>};
   const Transpose transpose = channels <= 8 ? kFew[channels] : transpose_image<0>;
   const int64_t image = pixels * channels;
-  parallel_for(threads, images, double(images * image), [&](int64_t n) {
-    transpose(pixels, channels, src + n * image, dst + n * image, to_nchw);
-  });
+  parallel_for(threads, images, double(images * image),
+               [&](int64_t n) { transpose(pixels, channels, src + n * image, dst + n * image, to_nchw); });
 }
 
 }  // namespace

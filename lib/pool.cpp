@@ -197,7 +197,8 @@ void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y
           }
         }
         const float d = body.divisor(win);
-        for (int64_t i = 0; i < count; ++i) y[y_row + first + i] = pool_result<Op>(acc[i], seen[i], win.real_taps(), d, p);
+        for (int64_t i = 0; i < count; ++i)
+          y[y_row + first + i] = pool_result<Op>(acc[i], seen[i], win.real_taps(), d, p);
       }
       for (int64_t ow = std::max(interior_begin, interior_end); ow < g.out[2]; ++ow) one_pixel(ow);
     }

@@ -11,9 +11,9 @@
 
 #include "convjit/error.hpp"
 #include "lib/backward_as_forward.hpp"
-#include "lib/nhwc_as_nchw.hpp"
 #include "lib/conv_forward.hpp"
 #include "lib/describe.hpp"
+#include "lib/nhwc_as_nchw.hpp"
 #include "lib/ops_internal.hpp"
 #include "lib/perf_map.hpp"
 #include "lib/runtime_impl.hpp"

@@ -21,8 +21,7 @@ class ConvOps {
                             float* y) = 0;
   virtual void backward_filter(int layer, const convjit::ConvDims& dims, const float* x, const float* dy,
                                float* dw) = 0;
-  virtual void backward_data(int layer, const convjit::ConvDims& dims, const float* dy, const float* w,
-                             float* dx) = 0;
+  virtual void backward_data(int layer, const convjit::ConvDims& dims, const float* dy, const float* w, float* dx) = 0;
 };
 
 class ConvjitOps final : public ConvOps {

@@ -117,7 +117,8 @@ class NchwKernelBuilder {
             inputs.push_back(load_inputs(float_at(row, constant(position)), v == plan_.vectors - 1));
           }
           for (int oc = 0; oc < plan_.oc_block; ++oc) {
-            llvm::Value* weight = b_.CreateLoad(f32_, float_at(weights[size_t(oc)], b_.CreateAdd(w_offset, constant(tap))));
+            llvm::Value* weight =
+                b_.CreateLoad(f32_, float_at(weights[size_t(oc)], b_.CreateAdd(w_offset, constant(tap))));
             llvm::Value* broadcast = b_.CreateVectorSplat(kLanes, weight);
             for (int v = 0; v < plan_.vectors; ++v) {
               llvm::AllocaInst* a = acc(oc, v);
@@ -138,8 +139,8 @@ class NchwKernelBuilder {
     if (key_.stride[2] == 1) return b_.CreateAlignedLoad(vec_, at, align);
     llvm::Value* low = b_.CreateAlignedLoad(vec_, at, align);
     llvm::Value* high_at = float_at(at, constant(kLanes));
-    llvm::Value* high = last_vector ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(
-                                          vec_, high_at, align, last_lanes_, llvm::Constant::getNullValue(vec_)))
+    llvm::Value* high = last_vector ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vec_, high_at, align, last_lanes_,
+                                                                                    llvm::Constant::getNullValue(vec_)))
                                     : b_.CreateAlignedLoad(vec_, high_at, align);
     return b_.CreateShuffleVector(low, high, {0, 2, 4, 6, 8, 10, 12, 14});
   }
@@ -151,7 +152,8 @@ class NchwKernelBuilder {
       for (int oc = 0; oc < plan_.oc_block; ++oc) {
         llvm::Value* channel = min(b_.CreateAdd(first_oc, constant(oc)), b_.CreateSub(oc_count_, constant(1)));
         llvm::Value* bias = b_.CreateVectorSplat(kLanes, b_.CreateLoad(f32_, float_at(bias_, channel)));
-        for (int v = 0; v < plan_.vectors; ++v) b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(vec_, acc(oc, v)), bias), acc(oc, v));
+        for (int v = 0; v < plan_.vectors; ++v)
+          b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(vec_, acc(oc, v)), bias), acc(oc, v));
       }
     });
     for (int oc = 0; oc < plan_.oc_block; ++oc) {
@@ -206,7 +208,9 @@ class NchwKernelBuilder {
   llvm::Value* float_at(llvm::Value* base, llvm::Value* index) { return b_.CreateInBoundsGEP(f32_, base, index); }
   llvm::Value* constant(int64_t v) { return llvm::ConstantInt::get(i64_, uint64_t(v), true); }
   llvm::Value* min(llvm::Value* a, llvm::Value* b) { return b_.CreateSelect(b_.CreateICmpSLT(a, b), a, b); }
-  llvm::Value* ceil_div(llvm::Value* a, int64_t d) { return b_.CreateSDiv(b_.CreateAdd(a, constant(d - 1)), constant(d)); }
+  llvm::Value* ceil_div(llvm::Value* a, int64_t d) {
+    return b_.CreateSDiv(b_.CreateAdd(a, constant(d - 1)), constant(d));
+  }
   llvm::Value* lanes_below(int n) {
     std::vector<llvm::Constant*> lanes;
     for (int l = 0; l < kLanes; ++l) lanes.push_back(b_.getInt1(l < n));
@@ -222,17 +226,21 @@ class NchwKernelBuilder {
   llvm::Type *i64_, *f32_, *ptr_;
   llvm::FixedVectorType* vec_;
   llvm::Function* function_ = nullptr;
-  llvm::Value *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *y_ = nullptr, *oc_count_ = nullptr,
-              *pixels_ = nullptr, *view_channel_ = nullptr, *view_row_ = nullptr, *view_plane_ = nullptr,
-              *reduction_ = nullptr, *y_channel_ = nullptr, *ic_count_ = nullptr, *last_lanes_ = nullptr;
+  llvm::Value *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *y_ = nullptr, *oc_count_ = nullptr, *pixels_ = nullptr,
+              *view_channel_ = nullptr, *view_row_ = nullptr, *view_plane_ = nullptr, *reduction_ = nullptr,
+              *y_channel_ = nullptr, *ic_count_ = nullptr, *last_lanes_ = nullptr;
   std::vector<llvm::AllocaInst*> acc_;
 };
 
 }  // namespace
 
-NchwIrPlan plan_nchw_ir(const SpecKey& key) { return {std::clamp(key.oc_class, 1, 4), 2}; }
+NchwIrPlan plan_nchw_ir(const SpecKey& key) {
+  return {std::clamp(key.oc_class, 1, 4), 2};
+}
 
-int64_t nchw_ir_min_row_pixels(const NchwIrPlan& plan) { return kLanes * plan.vectors; }
+int64_t nchw_ir_min_row_pixels(const NchwIrPlan& plan) {
+  return kLanes * plan.vectors;
+}
 
 std::string nchw_ir_unsupported_reason(const SpecKey& key) {
   if (key.layout != CONVJIT_NCHW) return "the LLVM backend generates NCHW kernels only";

@@ -20,7 +20,9 @@
 namespace convjit::jit {
 namespace {
 
-std::string message(llvm::Error error) { return llvm::toString(std::move(error)); }
+std::string message(llvm::Error error) {
+  return llvm::toString(std::move(error));
+}
 
 // O2 for the host: the TargetMachine gives the passes the host's vector widths and costs.
 void optimize(llvm::Module& module, llvm::TargetMachine& machine) {
@@ -106,7 +108,8 @@ class LlvmBackend : public Backend {
     }
     optimize(*module, *machine_);
     llvm::orc::ResourceTrackerSP tracker = jit_->getMainJITDylib().createResourceTracker();
-    if (llvm::Error e = jit_->addIRModule(tracker, llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+    if (llvm::Error e =
+            jit_->addIRModule(tracker, llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
       *error = "LLVM: " + message(std::move(e));
       return false;
     }
@@ -141,6 +144,8 @@ class LlvmBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_llvm_backend() { return std::make_unique<LlvmBackend>(); }
+std::unique_ptr<Backend> make_llvm_backend() {
+  return std::make_unique<LlvmBackend>();
+}
 
 }  // namespace convjit::jit

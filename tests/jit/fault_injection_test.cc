@@ -179,8 +179,8 @@ TEST_P(FaultInjection, FailedCompilesStayGenericCorrectAndReported) {
       EXPECT_EQ(c.calls_jit, 0) << describe(c.dims);
       EXPECT_TRUE(c.kernel.empty()) << describe(c.dims) << ": " << c.kernel;
       EXPECT_EQ(c.code_bytes, 0) << describe(c.dims);
-      EXPECT_TRUE(errors.count(c.failure)) << describe(c.dims) << ": failure '" << c.failure
-                                           << "' is not a message the backend gave";
+      EXPECT_TRUE(errors.count(c.failure))
+          << describe(c.dims) << ": failure '" << c.failure << "' is not a message the backend gave";
       if (!v.every_other) {
         EXPECT_EQ(c.failure.rfind(kInjected, 0), 0u) << c.failure;
       }
@@ -277,8 +277,7 @@ TEST(FaultInjection, VerboseLineReportsTheFailure) {
   ASSERT_TRUE(status.ok()) << status.message;
   EXPECT_TRUE(p.matches_reference(y, "y"));
   EXPECT_NE(err.find("compile failed"), std::string::npos) << err;
-  EXPECT_NE(err.find(std::string(kInjected) + " (conv2d_fwd_f32_k3x3_s1_nhwc_relu__avx2)"), std::string::npos)
-      << err;
+  EXPECT_NE(err.find(std::string(kInjected) + " (conv2d_fwd_f32_k3x3_s1_nhwc_relu__avx2)"), std::string::npos) << err;
   EXPECT_NE(err.find("stays generic"), std::string::npos) << err;
 }
 

@@ -89,7 +89,8 @@ TEST(ConvForward, MatchesReferenceOnDepthwiseNhwcShapes) {
       const int64_t extent = (d.kernel[k] - 1) * d.dilation[k] + 1;
       d.pad_begin[k] = rng.uniform_int(0, extent);
       d.pad_end[k] = rng.uniform_int(0, extent);
-      d.in_size[k] = rng.uniform_int(std::max<int64_t>(1, extent - d.pad_begin[k] - d.pad_end[k]), d.rank == 3 ? 9 : 40);
+      d.in_size[k] =
+          rng.uniform_int(std::max<int64_t>(1, extent - d.pad_begin[k] - d.pad_end[k]), d.rank == 3 ? 9 : 40);
     }
     const bool with_bias = rng.chance(0.5);
     const Activation activation = rng.chance(0.5) ? Activation::Relu : Activation::Identity;
