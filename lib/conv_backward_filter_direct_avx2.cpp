@@ -251,11 +251,19 @@ bool backward_filter_direct_supported(const ConvGeometry& g) {
 }
 
 void backward_filter_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
-  // Tasks: (group, block of up to 4 output channels, input channel).
-  const int64_t oc_blocks = (g.oc_per_group + 3) / 4, per_group = oc_blocks * g.ic_per_group;
-  parallel_for(g.groups * per_group, g.flops(), [&](int64_t task) {
+  // Tasks: (group, block of output channels, input channel). Blocks of 4 share the most loads; with
+  // few channels (the seed network: 3 x 3 tasks at most) smaller blocks keep every thread busy.
+  // Any blocking gives the same bits.
+  const int threads = thread_count();
+  int64_t block_size = 4;
+  while (block_size > 1 &&
+         g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < 4 * int64_t(threads)) {
+    block_size /= 2;
+  }
+  const int64_t oc_blocks = (g.oc_per_group + block_size - 1) / block_size, per_group = oc_blocks * g.ic_per_group;
+  parallel_for(threads, g.groups * per_group, g.flops(), [&](int64_t task) {
     const int64_t group = task / per_group, block = task % per_group / g.ic_per_group, ic = task % g.ic_per_group;
-    const int64_t oc0 = block * 4, count = std::min<int64_t>(4, g.oc_per_group - oc0);
+    const int64_t oc0 = block * block_size, count = std::min<int64_t>(block_size, g.oc_per_group - oc0);
     if (g.stride[2] == 1)
       channels_any_width<1>(g, x, dy, group, oc0, count, ic, dw);
     else
