@@ -1,5 +1,6 @@
 #include <type_traits>
 
+#include "lib/avx2_columns.hpp"
 #include "lib/avx2_rows.hpp"
 #include "lib/conv_backward_filter_direct.hpp"
 #include "lib/gemm_tile.hpp"
@@ -15,66 +16,6 @@ float horizontal_sum(__m256 v) {
   const __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
-}
-
-// Output columns go by in 8-wide vectors from column 0. How each vector's taps meet the input row
-// depends on W alone, so it is worked out once per call, not per row (the seed network's rows are
-// 2-3 vectors): the body, a run of full vectors whose taps are all real, loads plainly; the few
-// edge vectors (padding, the row's last pixels) load through lane masks made here.
-constexpr int kMaxEdgeVectors = 6;
-
-template <int KW, int Stride>
-struct ColumnPlan {
-  struct Edge {
-    int64_t ow;
-    __m256i dy_lanes;          // the vector's real pixels
-    __m256i taps[KW][Stride];  // per tap, the real inputs of its (Stride) loads
-  };
-  int64_t body_begin = 0, body_end = 0;  // columns of the body vectors
-  int edge_count = 0;
-  Edge edges[kMaxEdgeVectors];
-};
-
-int64_t first_input_column(const ConvGeometry& g, int64_t ow) {  // tap 0 in weight order
-  return ow * g.stride[2] - g.pad_begin[2] + (g.flip ? (g.kernel[2] - 1) * g.dilation[2] : 0);
-}
-
-// Vectors of one output row that are not full or read a padded input, given a W geometry.
-int64_t edge_vectors(const ConvGeometry& g) {
-  const int64_t reach_w = (g.kernel[2] - 1) * g.dilation[2], stride = g.stride[2];
-  int64_t edges = 0;
-  for (int64_t ow = 0; ow < g.out[2]; ow += 8) {
-    const int64_t lowest = ow * stride - g.pad_begin[2];
-    edges += ow + 8 > g.out[2] || lowest < 0 || lowest + reach_w + stride * 8 > g.in[2];
-  }
-  return edges;
-}
-
-template <int KW, int Stride>
-ColumnPlan<KW, Stride> plan_columns(const ConvGeometry& g) {
-  const int64_t reach_w = (KW - 1) * g.dilation[2];
-  const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
-  ColumnPlan<KW, Stride> plan;
-  plan.body_begin = plan.body_end = g.out[2];
-  for (int64_t ow = 0; ow < g.out[2]; ow += 8) {
-    const int64_t count = std::min<int64_t>(8, g.out[2] - ow);
-    const int64_t first_w = first_input_column(g, ow);
-    const int64_t lowest = ow * Stride - g.pad_begin[2];
-    if (count == 8 && lowest >= 0 && lowest + reach_w + Stride * 8 <= g.in[2]) {
-      plan.body_begin = std::min(plan.body_begin, ow);
-      plan.body_end = ow + 8;
-      continue;
-    }
-    auto& edge = plan.edges[plan.edge_count++];
-    edge.ow = ow;
-    edge.dy_lanes = lanes_inside(0, count);
-    for (int kw = 0; kw < KW; ++kw) {
-      const int64_t first = first_w + kw * step_w;
-      const int64_t end = std::min(g.in[2], first + Stride * (count - 1) + 1);
-      for (int half = 0; half < Stride; ++half) edge.taps[kw][half] = lanes_inside(first + 8 * half, end);
-    }
-  }
-  return plan;
 }
 
 // One output row's share of the Ocb x Rows x KW accumulators: every column vector of the Ocb
@@ -102,7 +43,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto& edge = columns.edges[e];
     __m256 grad[Ocb];
-    for (int o = 0; o < Ocb; ++o) grad[o] = _mm256_maskload_ps(dy_row + o * dy_channel + edge.ow, edge.dy_lanes);
+    for (int o = 0; o < Ocb; ++o) grad[o] = _mm256_maskload_ps(dy_row + o * dy_channel + edge.ow, edge.lanes);
     const int64_t first_w = first_input_column(g, edge.ow);
 #pragma GCC unroll 4
     for (int r = 0; r < Rows; ++r) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "lib/conv_depthwise_nchw.hpp"
 #include "lib/conv_depthwise_nhwc.hpp"
 #include "lib/conv_tile_direct.hpp"
 #include "lib/conv_tile_generic.hpp"
@@ -287,6 +288,10 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
 #if defined(__x86_64__)
   if (!specialized && avx2::depthwise_nhwc_supported(g)) {
     avx2::depthwise_nhwc(g, threads, x, w, bias, relu, y);
+    return;
+  }
+  if (!specialized && avx2::depthwise_nchw_supported(g)) {
+    avx2::depthwise_nchw(g, threads, x, w, bias, relu, y);
     return;
   }
 #endif

@@ -71,14 +71,15 @@ TEST(ConvForward, MatchesReferenceOnWideChannelShapes) {
 
 // Without an oracle: NHWC/OHWI on transposed data is the transposed NCHW/OIHW result, and
 // convolution is cross-correlation with every kernel dim reversed.
-// Depthwise NHWC (one channel per group) has its own tier-0 path that vectorizes across groups:
-// channel counts around the vector width, long rows (blocks of pixels), every rank and mode.
-TEST(ConvForward, MatchesReferenceOnDepthwiseNhwcShapes) {
-  for (int i = 0; i < 150; ++i) {
+// Depthwise with one channel per group has tier-0 paths of its own: NHWC vectorizes across
+// groups, NCHW keeps kernels up to 3x3 in registers. Channel counts around the vector width, long
+// rows, every rank and mode, both layouts; kernels past 3 take the general tile (covered too).
+TEST(ConvForward, MatchesReferenceOnDepthwiseShapes) {
+  for (int i = 0; i < 300; ++i) {
     Rng rng(case_seed(kSeed + 6, i));
     ConvDims d;
     d.rank = int32_t(rng.uniform_int(1, 3));
-    d.layout = Layout::NHWC;
+    d.layout = i % 2 ? Layout::NCHW : Layout::NHWC;
     d.mode = rng.chance(0.5) ? Mode::Convolution : Mode::CrossCorrelation;
     d.batch = rng.uniform_int(1, 2);
     d.groups = d.in_channels = d.out_channels = rng.uniform_int(1, 27);
@@ -89,8 +90,7 @@ TEST(ConvForward, MatchesReferenceOnDepthwiseNhwcShapes) {
       const int64_t extent = (d.kernel[k] - 1) * d.dilation[k] + 1;
       d.pad_begin[k] = rng.uniform_int(0, extent);
       d.pad_end[k] = rng.uniform_int(0, extent);
-      d.in_size[k] =
-          rng.uniform_int(std::max<int64_t>(1, extent - d.pad_begin[k] - d.pad_end[k]), d.rank == 3 ? 9 : 40);
+      d.in_size[k] = rng.uniform_int(std::max<int64_t>(1, extent - d.pad_begin[k] - d.pad_end[k]), d.rank == 3 ? 9 : 40);
     }
     const bool with_bias = rng.chance(0.5);
     const Activation activation = rng.chance(0.5) ? Activation::Relu : Activation::Identity;
