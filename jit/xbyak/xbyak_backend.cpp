@@ -34,7 +34,8 @@ class XbyakBackend : public Backend {
     }
     // The generic tier's NCHW depthwise kernel keeps taps up to 3x3 in registers (lib/conv_depthwise_nchw.hpp).
     if (key.layout == CONVJIT_NCHW && p.ic_per_group == 1 && p.oc_per_group == 1 && p.kernel[0] == 1 &&
-        p.kernel[1] <= 3 && p.kernel[2] <= 3 && p.in[0] == 1) {  // depthwise_3x3: 22 vs 26, _s2: 3 vs 10 GFLOP/s
+        p.kernel[1] <= 3 && p.kernel[2] <= 3 && p.in[0] == 1 && p.pad_begin[0] == 0 &&
+        p.stride[2] <= 2) {  // depthwise_3x3: 22 vs 26, _s2: 3 vs 10 GFLOP/s
       return "depthwise with kernels up to 3x3: the generic kernel keeps the taps in registers";
     }
     if (key.layout == CONVJIT_NHWC && p.taps == 1) {  // resnet_1x1_56: 64 vs 70, resnet_1x1_s2: 57 vs 89 GFLOP/s

@@ -98,6 +98,25 @@ TEST(ConvForward, MatchesReferenceOnDepthwiseShapes) {
   }
 }
 
+// A 3D depthwise problem whose single output plane reads only D padding (in_d 1, pad_begin_d 1,
+// stride_d 2): bias then relu of nothing, not the convolution of input plane 0.
+TEST(ConvForward, DepthwiseOutputPlaneInThePaddingIsBiasOnly) {
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    ConvDims d;
+    d.rank = 3;
+    d.layout = layout;
+    d.groups = d.in_channels = d.out_channels = 2;
+    d.in_size = {1, 5, 9};
+    d.kernel = {1, 3, 3};
+    d.stride = {2, 1, 1};
+    d.pad_begin = {1, 1, 1};
+    d.pad_end = {0, 1, 1};
+    for (const Activation activation : {Activation::Identity, Activation::Relu}) {
+      EXPECT_TRUE(check_conv_forward(d, kSeed + 7, true, activation)) << describe(d);
+    }
+  }
+}
+
 TEST(ConvForward, LayoutsAndModesAgreeWithEachOther) {
   Rng rng(kSeed + 2);
   for (int i = 0; i < 60; ++i) {
