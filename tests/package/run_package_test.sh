@@ -48,4 +48,12 @@ echo "pkg-config: $flags"
 libdir=$(pkg-config --variable=libdir convjit)
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/pkgconfig_main"
 
+echo "== the same C file linked against the static library with pkg-config --static"
+static_flags=$(pkg-config --static --libs-only-other --libs-only-l convjit | sed 's/-lconvjit//')
+echo "pkg-config --static: $static_flags"
+# shellcheck disable=SC2086
+"$cc" -std=c99 -Wall -Werror "$src/tests/package/pkgconfig_main.c" $(pkg-config --cflags convjit) \
+  "$libdir/libconvjit.a" $static_flags -o "$work/pkgconfig_main_static"
+"$work/pkgconfig_main_static"
+
 echo "package test passed"
