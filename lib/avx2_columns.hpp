@@ -29,7 +29,7 @@ struct ColumnPlan {
 };
 
 inline int64_t first_input_column(const ConvGeometry& g, int64_t ow) {  // tap 0 in weight order
-  return ow * g.stride[2] - g.pad_begin[2] + (g.flip ? (g.kernel[2] - 1) * g.dilation[2] : 0);
+  return input_coordinate(g, 2, ow, 0);
 }
 
 // Vectors of one output row that are not full or read a padded input, given a W geometry.

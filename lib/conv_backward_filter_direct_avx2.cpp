@@ -70,17 +70,14 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
   const float* dy_channel = dy + (group * g.oc_per_group + oc0) * g.y.channel;
   float* out = dw + (group * g.oc_per_group + oc0) * g.reduction + ic * g.taps;
   const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
-  auto input = [&](int d, int64_t o, int64_t t) {
-    return o * g.stride[d] - g.pad_begin[d] + (g.flip ? g.kernel[d] - 1 - t : t) * g.dilation[d];
-  };
   const int64_t row_step = g.stride[1] * g.x.spatial[1];  // input rows advance per output row
   for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
     for (int64_t kh0 = 0; kh0 < g.kernel[1]; kh0 += Rows) {
       // Output rows [oh_begin, oh_end) read only real input rows for every tap of the block.
       int64_t oh_begin = 0, oh_end = g.out[1];
       for (int r = 0; r < Rows; ++r) {
-        while (oh_begin < oh_end && input(1, oh_begin, kh0 + r) < 0) ++oh_begin;
-        while (oh_end > oh_begin && input(1, oh_end - 1, kh0 + r) >= g.in[1]) --oh_end;
+        while (oh_begin < oh_end && input_coordinate(g, 1, oh_begin, kh0 + r) < 0) ++oh_begin;
+        while (oh_end > oh_begin && input_coordinate(g, 1, oh_end - 1, kh0 + r) >= g.in[1]) --oh_end;
       }
       __m256 acc[Ocb][Rows][KW];
       for (int o = 0; o < Ocb; ++o) {
@@ -90,14 +87,14 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
       }
       for (int64_t n = 0; n < g.batch; ++n) {
         for (int64_t od = 0; od < g.out[0]; ++od) {
-          const int64_t id = input(0, od, kd);
+          const int64_t id = input_coordinate(g, 0, od, kd);
           if (id < 0 || id >= g.in[0]) continue;  // padding: zero products
           const float* plane = x_channel + n * g.x.batch + id * g.x.spatial[0];
           const float* dy_plane = dy_channel + n * g.y.batch + od * g.y.spatial[0];
           auto padded_row = [&](int64_t oh) {
             const float* rows[Rows];
             for (int r = 0; r < Rows; ++r) {
-              const int64_t ih = input(1, oh, kh0 + r);
+              const int64_t ih = input_coordinate(g, 1, oh, kh0 + r);
               rows[r] = ih >= 0 && ih < g.in[1] ? plane + ih * g.x.spatial[1] : nullptr;
             }
             accumulate_row<Ocb, Rows, KW, Stride, true>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1], acc);
@@ -105,7 +102,7 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
           for (int64_t oh = 0; oh < oh_begin; ++oh) padded_row(oh);
           if (oh_begin < oh_end) {
             const float* rows[Rows];
-            for (int r = 0; r < Rows; ++r) rows[r] = plane + input(1, oh_begin, kh0 + r) * g.x.spatial[1];
+            for (int r = 0; r < Rows; ++r) rows[r] = plane + input_coordinate(g, 1, oh_begin, kh0 + r) * g.x.spatial[1];
             for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
               accumulate_row<Ocb, Rows, KW, Stride, false>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1],
                                                            acc);

@@ -33,8 +33,7 @@ void channel_plane(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
     valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], KH, g.in[1], g.flip, &kh_begin, &kh_end);
     const float* rows[KH] = {};
     for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
-      const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + (g.flip ? KH - 1 - kh : kh) * g.dilation[1];
-      rows[kh] = x_plane + ih * g.x.spatial[1];
+      rows[kh] = x_plane + input_coordinate(g, 1, oh, kh) * g.x.spatial[1];
     }
     float* y_row = y_plane + oh * g.y.spatial[1];
     for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {

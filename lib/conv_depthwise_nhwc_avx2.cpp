@@ -72,16 +72,14 @@ void pack_taps(const ConvGeometry& g, const float* w, int64_t od, int64_t oh, in
   int64_t kd0, kd1, kh0, kh1;
   valid_taps(od, g.stride[0], g.pad_begin[0], g.dilation[0], g.kernel[0], g.in[0], g.flip, &kd0, &kd1);
   valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], g.kernel[1], g.in[1], g.flip, &kh0, &kh1);
-  auto input = [&](int d, int64_t o, int64_t t) {
-    return o * g.stride[d] - g.pad_begin[d] + (g.flip ? g.kernel[d] - 1 - t : t) * g.dilation[d];
-  };
   taps->count = 0;
   for (int64_t kd = kd0; kd < kd1; ++kd) {
     for (int64_t kh = kh0; kh < kh1; ++kh) {
       for (int64_t kw = kw_begin; kw < kw_end; ++kw) {
         const int64_t t = taps->count++;
-        taps->offset[t] =
-            input(0, od, kd) * g.x.spatial[0] + input(1, oh, kh) * g.x.spatial[1] + input(2, 0, kw) * g.x.spatial[2];
+        taps->offset[t] = input_coordinate(g, 0, od, kd) * g.x.spatial[0] +
+                          input_coordinate(g, 1, oh, kh) * g.x.spatial[1] +
+                          input_coordinate(g, 2, 0, kw) * g.x.spatial[2];
         const float* w_tap = w + (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
         for (int64_t c = 0; c < g.groups; ++c) wt[t * g.groups + c] = w_tap[c * g.taps];
       }

@@ -55,12 +55,7 @@ ForwardTiling plan_forward(const ConvGeometry& g, int threads, bool packs_patche
   return t;
 }
 
-// Tier 0's tile for a problem. Packing a patch costs the same whatever the output channels, so
-// with few of them per group (the seed network's 2-3, depthwise's 1) the direct tile wins; with
-// more, the register tile over packed patches does (callgrind, instructions per call: 150K vs
-// 500K on seed_chain_1, 12M vs 32M on depthwise_3x3, but 94M vs 18M on resnet_1x1_56).
-constexpr int64_t kDirectMaxOutputChannels = 8;
-
+// Tier 0's tile for a problem (kDirectMaxOutputChannels says why).
 convjit_conv_tile_fn generic_tile(const ConvGeometry& g) {
 #if defined(__x86_64__)
   if (g.oc_per_group <= kDirectMaxOutputChannels && avx2::conv_tile_direct_supported(g)) return avx2::conv_tile_direct;

@@ -6,6 +6,13 @@
 
 namespace convjit::detail {
 
+// Output channels per group up to which tier 0 takes the direct tile (and an NHWC problem runs as
+// NCHW, lib/nhwc_as_nchw.hpp). Packing a patch costs the same whatever the output channels, so
+// with few of them per group (the seed network's 2-3, depthwise's 1) the direct tile wins; with
+// more, the register tile over packed patches does (callgrind, instructions per call: 150K vs
+// 500K on seed_chain_1, 12M vs 32M on depthwise_3x3, but 94M vs 18M on resnet_1x1_56).
+inline constexpr int64_t kDirectMaxOutputChannels = 8;
+
 // Validates everything a forward call reads; on success *g describes the problem.
 Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
                              const float* y, ConvGeometry* g);

@@ -23,11 +23,9 @@ Row make_row(const convjit_conv_problem& g, int64_t od, int64_t oh, int64_t ow, 
   Row r{od, oh, ow, count, 0, 0, 0, 0, 0};
   valid_taps(od, g.stride[0], g.pad_begin[0], g.dilation[0], g.kernel[0], g.in[0], g.flip, &r.kd_begin, &r.kd_end);
   valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], g.kernel[1], g.in[1], g.flip, &r.kh_begin, &r.kh_end);
-  auto coordinate = [&](int d, int64_t o, int64_t t) {
-    return o * g.stride[d] - g.pad_begin[d] + (g.flip ? g.kernel[d] - 1 - t : t) * g.dilation[d];
-  };
   if (r.kd_begin < r.kd_end && r.kh_begin < r.kh_end) {
-    r.plane_offset = coordinate(0, od, r.kd_begin) * g.x.spatial[0] + coordinate(1, oh, r.kh_begin) * g.x.spatial[1];
+    r.plane_offset = input_coordinate(g, 0, od, r.kd_begin) * g.x.spatial[0] +
+                     input_coordinate(g, 1, oh, r.kh_begin) * g.x.spatial[1];
   }
   return r;
 }

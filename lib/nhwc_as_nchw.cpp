@@ -2,13 +2,12 @@
 
 #include <algorithm>
 
+#include "lib/conv_forward.hpp"
 #include "lib/threads.hpp"
 
 namespace convjit::detail {
 namespace {
 
-// Direct kernels take output channels per group up to this (lib/conv_forward.cpp's choice).
-constexpr int64_t kFewOutputChannels = 8;
 // The copies live in a per-thread buffer that is kept for later calls; beyond this many floats
 // (x, w and y together: 64 MiB) a problem stays NHWC rather than hold that much per thread.
 constexpr int64_t kMaxCopiedFloats = int64_t(16) << 20;
@@ -53,7 +52,7 @@ bool nhwc_runs_as_nchw(const ConvGeometry& g) {
   const bool depthwise = g.ic_per_group == 1 && g.oc_per_group == 1;
   const int64_t copied = g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels()) +
                          g.out_channels * g.reduction;
-  return g.layout == CONVJIT_NHWC && g.oc_per_group <= kFewOutputChannels && !depthwise &&
+  return g.layout == CONVJIT_NHWC && g.oc_per_group <= kDirectMaxOutputChannels && !depthwise &&
          (g.stride[2] == 1 || g.stride[2] == 2) && copied <= kMaxCopiedFloats;
 #else
   (void)g;
