@@ -241,9 +241,8 @@ class Generator : public CodeGenerator {
         }
         continue;
       }
-      // Tall kernels: the rows in a loop, the weight rows advancing with it (the code of a 7x7
-      // kernel would otherwise take longer to emit than the 50 us a compile may). Its count lives
-      // on the stack: no register is free.
+      // Tall kernels (kRolledKernelRows): the rows in a loop, the weight rows advancing with it. Its
+      // count lives on the stack: no register is free.
       Label row_loop;
       mov(local(kRowsLeft), int(kh_n));
       L(row_loop);
@@ -255,8 +254,7 @@ class Generator : public CodeGenerator {
     }
   }
 
-  static constexpr int64_t kRolledRows = 5;  // kernel heights from which rows are a runtime loop
-  bool rolled_rows() const { return key_.kernel[1] >= kRolledRows; }
+  bool rolled_rows() const { return key_.kernel[1] >= kRolledKernelRows; }
 
   void emit_add_multiple(const Reg64& target, const Reg64& step, int64_t times) {
     mov(rax, step);

@@ -151,7 +151,6 @@ class Generator : public CodeGenerator {
     emit_store(pixels);
   }
 
-  static constexpr int64_t kRolledRows = 5;  // kernel heights from which rows are a runtime loop
 
   // Taps in OHWI order (kd, kh, kw), each reducing over the input channels.
   void emit_taps(int pixels) {
@@ -177,15 +176,15 @@ class Generator : public CodeGenerator {
           emit_ic_loop(pixels);
         }
       };
-      if (kh_n < kRolledRows) {
+      if (kh_n < kRolledKernelRows) {
         for (int64_t kh = 0; kh < kh_n; ++kh) {
           if (kh > 0) advance(reg_row, reg_row_step);
           emit_row();
         }
         continue;
       }
-      // Tall kernels: the rows in a loop, so a 7x7 kernel emits within a compile's 50 us; its
-      // count lives on the stack (no register is free).
+      // Tall kernels (kRolledKernelRows): the rows in a loop; its count lives on the stack (no
+      // register is free).
       Label row_loop;
       mov(local(kRowsLeft), int(kh_n));
       L(row_loop);

@@ -5,6 +5,7 @@
 
 #include <xbyak/xbyak.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,11 @@ inline std::string common_unsupported_reason(const SpecKey& key) {
   if (key.kernel[0] * key.kernel[1] * key.kernel[2] > 512) return "more than 512 taps";
   return {};
 }
+
+// Kernel heights from which a generator loops over the kernel rows at run time instead of
+// unrolling them: a 5x5 or 7x7 kernel then emits within a compile's 50 us (and its smaller code ran
+// faster); 3x3 kernels stay unrolled (looping them cost NHWC 15%).
+inline constexpr int64_t kRolledKernelRows = 5;
 
 // make() builds the generator (emitting the code); kernel holds everything but `compute`.
 template <typename Make>
