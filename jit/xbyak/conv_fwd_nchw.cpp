@@ -45,7 +45,18 @@ class Generator : public CodeGenerator {
   const Reg64 reg_plane_step = r13, reg_row_step = r14, reg_channel_step = r15;  // view steps, bytes
 
   // Locals on the stack.
-  enum Local { kXBase, kYBlock, kBiasBlock, kOcLeft, kPixels, kWeightBytes, kYChannelBytes, kIcCount, kRowsLeft, kLocals };
+  enum Local {
+    kXBase,
+    kYBlock,
+    kBiasBlock,
+    kOcLeft,
+    kPixels,
+    kWeightBytes,
+    kYChannelBytes,
+    kIcCount,
+    kRowsLeft,
+    kLocals
+  };
   Address local(Local l) { return qword[rsp + 8 * int(l)]; }
 
   // ymm: accumulators, then the input vectors, then the weight broadcast and (stride 2 only) the
@@ -189,7 +200,7 @@ class Generator : public CodeGenerator {
     else
       vmovups(reg_tmp_b(), ptr[reg_row + offset + 32]);
     vshufps(dst, reg_tmp_a(), reg_tmp_b(), 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
-    vpermpd(dst, dst, 0xD8);                   // a0 a2 a4 a6 b0 b2 b4 b6
+    vpermpd(dst, dst, 0xD8);                       // a0 a2 a4 a6 b0 b2 b4 b6
   }
 
   // One block: `vectors` ymm of pixels x oc_block channels, reduced over every input channel and tap.
@@ -331,7 +342,9 @@ NchwPlan plan_nchw(const SpecKey& key) {
   }
 }
 
-int64_t nchw_min_row_pixels(const NchwPlan&) { return 16; }  // two vectors: see emit_pixel_loop
+int64_t nchw_min_row_pixels(const NchwPlan&) {
+  return 16;
+}  // two vectors: see emit_pixel_loop
 
 std::string nchw_unsupported_reason(const SpecKey& key) {
   if (key.layout != CONVJIT_NCHW) return "not NCHW";

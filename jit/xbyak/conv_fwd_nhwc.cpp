@@ -151,7 +151,6 @@ class Generator : public CodeGenerator {
     emit_store(pixels);
   }
 
-
   // Taps in OHWI order (kd, kh, kw), each reducing over the input channels.
   void emit_taps(int pixels) {
     const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
