@@ -1,5 +1,7 @@
 #include "jit/spec_key.hpp"
 
+#include <algorithm>
+
 namespace convjit::jit {
 
 uint64_t SpecKey::hash() const {
@@ -13,7 +15,10 @@ std::string SpecKey::name() const {
   const int first = 3 - rank;
   auto dims = [&](const int64_t v[3]) {
     std::string s;
-    for (int d = first; d < 3; ++d) s += (d > first ? "x" : "") + std::to_string(v[d]);
+    for (int d = first; d < 3; ++d) {
+      if (d > first) s += 'x';
+      s += std::to_string(v[d]);
+    }
     return s;
   };
   auto all_one = [&](const int64_t v[3]) { return v[0] == 1 && v[1] == 1 && v[2] == 1; };
@@ -27,7 +32,8 @@ std::string SpecKey::name() const {
   if (!all_one(dilation)) n += "_d" + (uniform(dilation) ? std::to_string(dilation[first]) : dims(dilation));
   if (layout == CONVJIT_NHWC) n += "_nhwc";
   if (flip) n += "_flip";
-  if (oc_class > 0 && oc_class < 4) n += "_oc" + std::to_string(oc_class);
+  if (layout == CONVJIT_NCHW && oc_class < 4) n += "_oc" + std::to_string(oc_class);
+  if (layout == CONVJIT_NHWC && oc_class == kNhwcWideClass) n += "_oc32up";
   if (ic_per_group) n += "_c" + std::to_string(ic_per_group) + "to" + std::to_string(oc_per_group) + "_i" + dims(in);
   if (relu) n += "_relu";
   return n + "__avx2";
@@ -40,7 +46,10 @@ SpecKey make_spec_key(const convjit_conv_problem& p, int32_t rank, bool relu, Is
   k.flip = p.flip;
   k.relu = relu ? 1 : 0;
   k.isa = isa;
-  k.oc_class = p.layout == CONVJIT_NCHW ? int32_t(p.oc_per_group < 4 ? p.oc_per_group : 4) : 0;
+  if (p.layout == CONVJIT_NCHW)
+    k.oc_class = int32_t(std::min<int64_t>(p.oc_per_group, 4));
+  else
+    k.oc_class = p.oc_per_group >= kNhwcWideClass ? kNhwcWideClass : kNhwcNarrowClass;
   for (int d = 0; d < 3; ++d) {
     k.kernel[d] = p.kernel[d];
     k.stride[d] = p.stride[d];

@@ -14,15 +14,18 @@ namespace convjit::jit {
 
 enum class Isa : int32_t { Avx2Fma = 1 };
 
+inline constexpr int32_t kNhwcNarrowClass = 16;  // fewer than 32 output channels per group
+inline constexpr int32_t kNhwcWideClass = 32;    // 32 or more
+
 struct SpecKey {
   int32_t rank;    // for the name only: 1, 2 or 3 spatial dims
   int32_t layout;  // convjit_layout
   int32_t flip;    // convolution mode
   int32_t relu;
   Isa isa;
-  // Output channels per group, as a class: 1, 2, 3, or 4 for "4 or more" (NCHW kernels block
-  // channels by up to 4); 0 where the kernel does not care (NHWC). Keeps the struct free of
-  // padding bytes, so memcmp compares keys.
+  // Output channels per group, as a class. NCHW: 1, 2, 3, or 4 for "4 or more" (its kernels block
+  // channels by up to 4). NHWC: kNhwcNarrowClass or kNhwcWideClass (its kernels block 16 or 32).
+  // Keeps the struct free of padding bytes, so memcmp compares keys.
   int32_t oc_class;
   int64_t kernel[3], stride[3], dilation[3];  // normalized D, H, W
   // Sizes, when the policy specializes on them; 0 = runtime.

@@ -13,27 +13,29 @@ namespace {
 
 using namespace Xbyak;
 
-alignas(32) const int32_t kLaneIndex[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 
-// packed[k][j] = w[j][k] for the tile's oc_count <= 16 channels, zero for the missing ones.
+// packed[k][j] = w[j][k] for the tile's oc_count <= oc_block channels, zero for the missing ones.
+template <int oc_block>
 void pack_weights(const convjit_conv_problem* p, const float* w, int64_t oc_count, float* packed) {
   const int64_t k_count = p->reduction;
   for (int64_t k = 0; k < k_count; ++k) {
-    float* row = packed + k * kNhwcOcBlock;
+    float* row = packed + k * oc_block;
     for (int64_t j = 0; j < oc_count; ++j) row[j] = w[j * k_count + k];
-    std::fill(row + oc_count, row + kNhwcOcBlock, 0.0f);
+    std::fill(row + oc_count, row + oc_block, 0.0f);
   }
 }
 
 #define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
 #define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
 
-// Emits: for each block of 6 pixels of the row segment,
+// Emits: for each block of plan.pixels pixels of the row segment,
 //   acc[px][oc] = sum over (kd, kh, kw, ic) in OHWI order of x[px + tap][ic] * w[oc][tap][ic]
 // as one FMA chain per output, then + bias, then relu: the generic tier's numbers exactly.
 class Generator : public CodeGenerator {
  public:
-  Generator(const SpecKey& key, size_t code_size) : CodeGenerator(code_size, DontSetProtectRWE), key_(key) {
+  Generator(const SpecKey& key, size_t code_size)
+      : CodeGenerator(code_size, DontSetProtectRWE), key_(key), plan_(plan_nhwc(key)) {
     emit_prologue();
     emit_pixel_loop();
     emit_epilogue();
@@ -57,16 +59,22 @@ class Generator : public CodeGenerator {
     kYPixelBytes,
     kPackedWeights,
     kRowsLeft,
-    kPartialBlock,  // nonzero: fewer than 16 channels, stores are masked
-    kMaskLo,
-    kMaskHi = kMaskLo + 4,
-    kLocals = kMaskHi + 4
+    kPartialBlock,  // nonzero: fewer channels than the block, stores are masked
+    kMasks,         // one ymm lane mask per vector: lanes of real channels
+    kLocals = kMasks + 4 * 4
   };
   Address local(Local l) { return qword[rsp + 8 * int(l)]; }
-  Address local_ymm(Local l) { return yword[rsp + 8 * int(l)]; }
+  Address mask(int v) { return yword[rsp + 8 * (int(kMasks) + 4 * v)]; }
 
-  const Ymm acc(int px, int half) const { return Ymm(px * 2 + half); }
-  const Ymm reg_w_lo = ymm12, reg_w_hi = ymm13, reg_input = ymm14;
+  // ymm: the accumulators, then what the ic loop keeps in registers: with up to 2 vectors the
+  // block's weights and one input broadcast, with more the block's input broadcasts and one weight
+  // vector. After the reduction these are free: reg_tmp_a/b.
+  Ymm acc(int px, int v) const { return Ymm(px * plan_.vectors + v); }
+  int first_free() const { return plan_.pixels * plan_.vectors; }
+  bool weights_held() const { return plan_.vectors <= 2; }
+  Ymm weight(int v) const { return Ymm(first_free() + (weights_held() ? v : plan_.pixels)); }
+  Ymm input(int px) const { return Ymm(first_free() + (weights_held() ? plan_.vectors : px)); }
+  const Ymm reg_tmp_a = ymm14, reg_tmp_b = ymm15;
 
   void emit_prologue() {
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
@@ -95,33 +103,37 @@ class Generator : public CodeGenerator {
     mov(rax, TILE(pixel_count));
     mov(local(kPixels), rax);
     mov(reg_y, TILE(y));
-    // Channel masks for the stores (and the bias load): lanes < oc_count, and < oc_count - 8.
+    // Channel masks for the stores (and the bias load): lane i of vector v is set when
+    // 8 * v + i < oc_count.
     mov(rax, reinterpret_cast<size_t>(kLaneIndex));
-    vmovq(Xmm(reg_w_lo.getIdx()), TILE(oc_count));
-    vpbroadcastd(reg_w_lo, Xmm(reg_w_lo.getIdx()));
-    vpcmpgtd(reg_w_hi, reg_w_lo, ptr[rax + 32]);
-    vpcmpgtd(reg_w_lo, reg_w_lo, ptr[rax]);
-    vmovups(local_ymm(kMaskLo), reg_w_lo);
-    vmovups(local_ymm(kMaskHi), reg_w_hi);
+    mov(rdx, TILE(oc_count));
+    for (int v = 0; v < plan_.vectors; ++v) {
+      vmovq(Xmm(reg_tmp_a.getIdx()), rdx);
+      vpbroadcastd(reg_tmp_a, Xmm(reg_tmp_a.getIdx()));
+      vpcmpgtd(reg_tmp_a, reg_tmp_a, ptr[rax]);
+      vmovups(mask(v), reg_tmp_a);
+      sub(rdx, 8);
+    }
     mov(rax, TILE(oc_count));
     xor_(edx, edx);
-    cmp(rax, kNhwcOcBlock);
+    cmp(rax, plan_.oc_block());
     setl(dl);
     mov(local(kPartialBlock), rdx);
   }
 
-  // Blocks of 6 pixels; a segment that does not divide evenly ends with a block moved back to
+  // Blocks of plan.pixels; a segment that does not divide evenly ends with a block moved back to
   // end at its last pixel, recomputing (bitwise the same) a few outputs. The driver gives
-  // segments of at least 6 pixels.
+  // segments of at least one block.
   void emit_pixel_loop() {
+    const int block = plan_.pixels;
     Label loop, full, done;
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     L(loop);
-    emit_block(kNhwcPixelBlock);
-    sub(reg_pixels_left, kNhwcPixelBlock);
+    emit_block();
+    sub(reg_pixels_left, block);
     jz(done, T_NEAR);
-    cmp(reg_pixels_left, kNhwcPixelBlock);
+    cmp(reg_pixels_left, block);
     jge(full, T_NEAR);
     mov(rax, reg_pixels_left);  // fewer than a block left: step by what is left
     imul(rax, reg_pixel_step);
@@ -129,30 +141,33 @@ class Generator : public CodeGenerator {
     mov(rax, reg_pixels_left);
     imul(rax, local(kYPixelBytes));
     add(reg_y, rax);
-    mov(reg_pixels_left, kNhwcPixelBlock);
+    mov(reg_pixels_left, block);
     jmp(loop, T_NEAR);
     L(full);
-    lea(rax, ptr[reg_pixel_step3 * 2]);
-    add(reg_x_block, rax);
+    if (block == 6) {
+      lea(rax, ptr[reg_pixel_step3 * 2]);
+      add(reg_x_block, rax);
+    } else {
+      add(reg_x_block, reg_pixel_step3);
+    }
     mov(rax, local(kYPixelBytes));
-    imul(rax, rax, kNhwcPixelBlock);
+    imul(rax, rax, block);
     add(reg_y, rax);
     jmp(loop, T_NEAR);
     L(done);
   }
 
-  void emit_block(int pixels) {
-    for (int px = 0; px < pixels; ++px) {
-      vxorps(acc(px, 0), acc(px, 0), acc(px, 0));
-      vxorps(acc(px, 1), acc(px, 1), acc(px, 1));
+  void emit_block() {
+    for (int px = 0; px < plan_.pixels; ++px) {
+      for (int v = 0; v < plan_.vectors; ++v) vxorps(acc(px, v), acc(px, v), acc(px, v));
     }
     mov(reg_weights, local(kPackedWeights));
-    emit_taps(pixels);
-    emit_store(pixels);
+    emit_taps();
+    emit_store();
   }
 
   // Taps in OHWI order (kd, kh, kw), each reducing over the input channels.
-  void emit_taps(int pixels) {
+  void emit_taps() {
     const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
     auto start_reversed = [&](const Reg64& target, const Reg64& step, int64_t n) {
       if (!key_.flip || n <= 1) return;
@@ -172,7 +187,7 @@ class Generator : public CodeGenerator {
         start_reversed(reg_tap, reg_col_step, kw_n);
         for (int64_t kw = 0; kw < kw_n; ++kw) {
           if (kw > 0) advance(reg_tap, reg_col_step);
-          emit_ic_loop(pixels);
+          emit_ic_loop();
         }
       };
       if (kh_n < kRolledKernelRows) {
@@ -194,47 +209,55 @@ class Generator : public CodeGenerator {
     }
   }
 
-  void emit_ic_loop(int pixels) {
+  // Input of pixel px of the block at the current input channel: pixels 0-2 from reg_in_lo,
+  // 3-5 from reg_in_hi.
+  Address input_address(int px) {
+    const Reg64& base = px < 3 ? reg_in_lo : reg_in_hi;
+    const int within = px % 3;
+    return within == 0 ? ptr[base] : ptr[base + reg_pixel_step * within];
+  }
+
+  void emit_ic_loop() {
     mov(reg_in_lo, reg_tap);
-    lea(reg_in_hi, ptr[reg_tap + reg_pixel_step3]);
+    if (plan_.pixels > 3) lea(reg_in_hi, ptr[reg_tap + reg_pixel_step3]);
     mov(reg_ic, local(kIcCount));
     Label loop;
     L(loop);
-    vmovups(reg_w_lo, ptr[reg_weights]);
-    vmovups(reg_w_hi, ptr[reg_weights + 32]);
-    for (int px = 0; px < pixels; ++px) {
-      const Reg64& base = px < 3 ? reg_in_lo : reg_in_hi;
-      const int within = px % 3;
-      if (within == 0)
-        vbroadcastss(reg_input, ptr[base]);
-      else
-        vbroadcastss(reg_input, ptr[base + reg_pixel_step * within]);
-      vfmadd231ps(acc(px, 0), reg_input, reg_w_lo);
-      vfmadd231ps(acc(px, 1), reg_input, reg_w_hi);
+    if (weights_held()) {
+      for (int v = 0; v < plan_.vectors; ++v) vmovups(weight(v), ptr[reg_weights + 32 * v]);
+      for (int px = 0; px < plan_.pixels; ++px) {
+        vbroadcastss(input(px), input_address(px));
+        for (int v = 0; v < plan_.vectors; ++v) vfmadd231ps(acc(px, v), input(px), weight(v));
+      }
+    } else {
+      for (int px = 0; px < plan_.pixels; ++px) vbroadcastss(input(px), input_address(px));
+      for (int v = 0; v < plan_.vectors; ++v) {
+        vmovups(weight(v), ptr[reg_weights + 32 * v]);
+        for (int px = 0; px < plan_.pixels; ++px) vfmadd231ps(acc(px, v), input(px), weight(v));
+      }
     }
     add(reg_in_lo, 4);
-    add(reg_in_hi, 4);
-    add(reg_weights, 4 * kNhwcOcBlock);
+    if (plan_.pixels > 3) add(reg_in_hi, 4);
+    add(reg_weights, 4 * plan_.oc_block());
     dec(reg_ic);
     jnz(loop, T_NEAR);
   }
 
-  void emit_store(int pixels) {
-    vmovups(reg_w_lo, local_ymm(kMaskLo));
-    vmovups(reg_w_hi, local_ymm(kMaskHi));
+  void emit_store() {
     Label no_bias;
     mov(rax, local(kBias));
     test(rax, rax);
     jz(no_bias, T_NEAR);
-    for (int half = 0; half < 2; ++half) {
-      vmaskmovps(reg_input, half ? reg_w_hi : reg_w_lo, ptr[rax + 32 * half]);
-      for (int px = 0; px < pixels; ++px) vaddps(acc(px, half), acc(px, half), reg_input);
+    for (int v = 0; v < plan_.vectors; ++v) {
+      vmovups(reg_tmp_b, mask(v));
+      vmaskmovps(reg_tmp_a, reg_tmp_b, ptr[rax + 32 * v]);
+      for (int px = 0; px < plan_.pixels; ++px) vaddps(acc(px, v), acc(px, v), reg_tmp_a);
     }
     L(no_bias);
     if (key_.relu) {
-      vxorps(reg_input, reg_input, reg_input);
-      for (int px = 0; px < pixels; ++px) {
-        for (int half = 0; half < 2; ++half) vmaxps(acc(px, half), reg_input, acc(px, half));  // keeps NaN
+      vxorps(reg_tmp_a, reg_tmp_a, reg_tmp_a);
+      for (int px = 0; px < plan_.pixels; ++px) {
+        for (int v = 0; v < plan_.vectors; ++v) vmaxps(acc(px, v), reg_tmp_a, acc(px, v));  // keeps NaN
       }
     }
     // Full blocks store plainly: masked stores cost AMD cores many cycles each, which a block
@@ -244,17 +267,19 @@ class Generator : public CodeGenerator {
     mov(rdx, local(kYPixelBytes));
     cmp(local(kPartialBlock), 0);
     jne(masked, T_NEAR);
-    for (int px = 0; px < pixels; ++px) {
+    for (int px = 0; px < plan_.pixels; ++px) {
       if (px > 0) add(rax, rdx);
-      vmovups(ptr[rax], acc(px, 0));
-      vmovups(ptr[rax + 32], acc(px, 1));
+      for (int v = 0; v < plan_.vectors; ++v) vmovups(ptr[rax + 32 * v], acc(px, v));
     }
     jmp(stored, T_NEAR);
     L(masked);
-    for (int px = 0; px < pixels; ++px) {
-      if (px > 0) add(rax, rdx);
-      vmaskmovps(ptr[rax], reg_w_lo, acc(px, 0));
-      vmaskmovps(ptr[rax + 32], reg_w_hi, acc(px, 1));
+    for (int v = 0; v < plan_.vectors; ++v) {
+      vmovups(reg_tmp_b, mask(v));
+      mov(rcx, rax);
+      for (int px = 0; px < plan_.pixels; ++px) {
+        if (px > 0) add(rcx, rdx);
+        vmaskmovps(ptr[rcx + 32 * v], reg_tmp_b, acc(px, v));
+      }
     }
     L(stored);
   }
@@ -267,12 +292,17 @@ class Generator : public CodeGenerator {
   }
 
   const SpecKey key_;
+  const NhwcPlan plan_;
 };
 
 #undef PROBLEM
 #undef TILE
 
 }  // namespace
+
+NhwcPlan plan_nhwc(const SpecKey& key) {
+  return key.oc_class >= kNhwcWideClass ? NhwcPlan{3, 4} : NhwcPlan{6, 2};
+}
 
 std::string nhwc_unsupported_reason(const SpecKey& key) {
   if (key.layout != CONVJIT_NHWC) return "not NHWC";
@@ -284,11 +314,12 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
     *error = reason;
     return false;
   }
+  const NhwcPlan plan = plan_nhwc(key);
   convjit_conv_kernel kernel{};
-  kernel.prepare = pack_weights;
-  kernel.oc_block = kNhwcOcBlock;
+  kernel.prepare = plan.vectors == 4 ? pack_weights<32> : pack_weights<16>;
+  kernel.oc_block = plan.oc_block();
   kernel.row_kernel = 1;
-  kernel.min_row_pixels = kNhwcPixelBlock;
+  kernel.min_row_pixels = plan.pixels;
   // One block of at most ~300 bytes per tap, plus the frame.
   const size_t code_size = 4096 + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]) * 320;
   return emit_kernel(

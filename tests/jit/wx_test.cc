@@ -12,7 +12,6 @@
 //  - each kernel straight from the Xbyak backend: its entry point and its whole code lie in one
 //    r-x anonymous mapping, which goes away with the kernel.
 #include <gtest/gtest.h>
-
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -130,8 +129,8 @@ std::vector<ConvDims> distinct_kernel_shapes() {
   for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
     const int64_t oc = layout == Layout::NHWC ? 12 : 6;  // NHWC with <= 8 runs as NCHW (lib/nhwc_as_nchw.hpp)
     shapes.push_back(conv(2, layout, 1, 4, oc, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {2, 2, 0}, {2, 2, 1}));
-    shapes.push_back(conv(2, layout, 1, 4, oc, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, {1, 1, 1},
-                          Mode::Convolution));
+    shapes.push_back(
+        conv(2, layout, 1, 4, oc, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, {1, 1, 1}, Mode::Convolution));
     shapes.push_back(conv(1, layout, 2, 3, oc, 1, {40, 1, 1}, {5, 1, 1}, {1, 1, 1}, {2, 0, 0}));
     shapes.push_back(conv(3, layout, 1, 2, oc, 1, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}));
   }
@@ -200,7 +199,7 @@ convjit::jit::SpecKey key_2d(int32_t layout, int64_t kh, int64_t kw, int64_t str
   k.flip = 0;
   k.relu = relu ? 1 : 0;
   k.isa = convjit::jit::Isa::Avx2Fma;
-  k.oc_class = layout == CONVJIT_NCHW ? oc_class : 0;
+  k.oc_class = oc_class;
   const int64_t kernel[3] = {1, kh, kw}, strides[3] = {1, stride, stride};
   for (int d = 0; d < 3; ++d) {
     k.kernel[d] = kernel[d];
@@ -218,7 +217,9 @@ TEST(WriteXorExecute, EachXbyakKernelLivesInOneReadExecuteMapping) {
   std::vector<convjit::jit::CompiledKernel> kernels;
   for (int32_t layout : {CONVJIT_NCHW, CONVJIT_NHWC}) {
     for (int64_t k : {1, 3, 5, 7}) {
-      for (int32_t oc_class : {1, 4}) {
+      // Each layout's narrowest and widest channel blocking.
+      const bool nchw = layout == CONVJIT_NCHW;
+      for (int32_t oc_class : {nchw ? 1 : convjit::jit::kNhwcNarrowClass, nchw ? 4 : convjit::jit::kNhwcWideClass}) {
         convjit::jit::CompiledKernel out;
         std::string error;
         const convjit::jit::SpecKey key = key_2d(layout, k, k, 1, oc_class, k == 3);
@@ -252,7 +253,9 @@ TEST(WriteXorExecute, EachXbyakKernelLivesInOneReadExecuteMapping) {
   }
 }
 #else
-TEST(WriteXorExecute, EachXbyakKernelLivesInOneReadExecuteMapping) { GTEST_SKIP() << "built without Xbyak"; }
+TEST(WriteXorExecute, EachXbyakKernelLivesInOneReadExecuteMapping) {
+  GTEST_SKIP() << "built without Xbyak";
+}
 #endif
 
 // The LLVM backend's code comes from ORC's JITLink memory manager: written while read+write,
@@ -301,7 +304,9 @@ TEST(WriteXorExecute, LlvmKernelsAreReadExecuteAndNeverWritableAndExecutable) {
   EXPECT_EQ(g_wx_requests.load(), 0) << "first W+X request had prot = " << g_first_wx_prot.load();
 }
 #else
-TEST(WriteXorExecute, LlvmKernelsAreReadExecuteAndNeverWritableAndExecutable) { GTEST_SKIP() << "built without LLVM"; }
+TEST(WriteXorExecute, LlvmKernelsAreReadExecuteAndNeverWritableAndExecutable) {
+  GTEST_SKIP() << "built without LLVM";
+}
 #endif
 
 }  // namespace
