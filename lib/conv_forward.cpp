@@ -209,8 +209,7 @@ int64_t max_segment_pixels(const ConvGeometry& g, const InputBand& band, const c
 // the tile before the segment.
 template <typename Fn>
 void for_each_viewed_segment(const ConvGeometry& g, const convjit_conv_kernel& specialized,
-                             const convjit_conv_tile& tile, Fn&& fn) {
-  const InputBand band = make_band(g, tile);
+                             const convjit_conv_tile& tile, const InputBand& band, Fn&& fn) {
   convjit_conv_tile rest = tile;  // the scratch beyond the band
   rest.scratch += band.floats;
   rest.scratch_floats -= band.floats;
@@ -230,8 +229,8 @@ void for_each_viewed_segment(const ConvGeometry& g, const convjit_conv_kernel& s
 
 // A tile through a row kernel, segment by segment.
 void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
-              const convjit_conv_tile& tile) {
-  for_each_viewed_segment(g, specialized, tile, [&](convjit_conv_tile& segment, bool viewed, int64_t done) {
+              const convjit_conv_tile& tile, const InputBand& band) {
+  for_each_viewed_segment(g, specialized, tile, band, [&](convjit_conv_tile& segment, bool viewed, int64_t done) {
     segment.y = tile.y + done * g.y.spatial[2];
     if (viewed)
       specialized.compute(&g, &segment);
@@ -245,9 +244,9 @@ void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit
 // y at (n, channel 0, od, first pixel of the tile).
 void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn generic,
                                   const convjit_conv_kernel& specialized, const convjit_conv_tile& tile,
-                                  int64_t first_oc, int64_t end_oc, const float* w, const float* bias, float* y_tile,
-                                  float* packed) {
-  for_each_viewed_segment(g, specialized, tile, [&](const convjit_conv_tile& segment, bool viewed, int64_t done) {
+                                  const InputBand& band, int64_t first_oc, int64_t end_oc, const float* w,
+                                  const float* bias, float* y_tile, float* packed) {
+  for_each_viewed_segment(g, specialized, tile, band, [&](const convjit_conv_tile& segment, bool viewed, int64_t done) {
     for (int64_t oc = first_oc; oc < end_oc; oc += specialized.oc_block) {
       convjit_conv_tile block = segment;
       block.w = w + oc * g.reduction;
@@ -301,8 +300,9 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t oc_block = prepared ? specialized->oc_block : tiling.oc_chunk;
   // A prepared row kernel's loops: channel blocks outside (each block's weights packed once, its
-  // rows' padded views rebuilt per block), or rows outside (views built once, weights packed per
-  // row), whichever copies less. A long padded row of many channels (conv1d_audio) wants the latter.
+  // rows' padded views rebuilt per block unless the tile has a band), or rows outside (views built
+  // once, weights packed per row), whichever copies less. A long padded row of many channels
+  // (conv1d_audio, too long for a band) wants the latter.
   const int64_t view_floats = g.ic_per_group * g.kernel[0] * g.kernel[1] *
                               ((g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
   const bool rows_outer = prepared && specialized->row_kernel && view_floats > g.reduction * oc_block;
@@ -330,8 +330,10 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
     tile.packed_weights = prepared ? scratch : nullptr;
     tile.scratch = scratch + prepared_floats;
     tile.scratch_floats = int64_t(kScratchFloats);
-    if (rows_outer) {
-      run_rows_then_channel_blocks(g, generic, *specialized, tile, first_oc, end_oc, w, bias,
+    // A row kernel's tile copies its padded input once, for all its channel blocks.
+    const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile) : InputBand{};
+    if (rows_outer && !band.data) {
+      run_rows_then_channel_blocks(g, generic, *specialized, tile, band, first_oc, end_oc, w, bias,
                                    y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2], scratch);
       return;
     }
@@ -346,7 +348,7 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
       }
       if (prepared) specialized->prepare(&g, tile.w, tile.oc_count, scratch);
       if (specialized->row_kernel)
-        run_rows(g, generic, *specialized, tile);
+        run_rows(g, generic, *specialized, tile, band);
       else
         specialized->compute(&g, &tile);
     }
