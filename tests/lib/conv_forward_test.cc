@@ -72,8 +72,9 @@ TEST(ConvForward, MatchesReferenceOnWideChannelShapes) {
 // Without an oracle: NHWC/OHWI on transposed data is the transposed NCHW/OIHW result, and
 // convolution is cross-correlation with every kernel dim reversed.
 // Depthwise with one channel per group has tier-0 paths of its own: NHWC vectorizes across
-// groups, NCHW keeps kernels up to 3x3 in registers. Channel counts around the vector width, long
-// rows, every rank and mode, both layouts; kernels past 3 take the general tile (covered too).
+// groups (blocks of 8, 16 and 32 channels), NCHW keeps kernels up to 3x3 in registers. Channel
+// counts around those blocks, long rows, every rank and mode, both layouts; kernels past 3 take
+// the general tile (covered too).
 TEST(ConvForward, MatchesReferenceOnDepthwiseShapes) {
   for (int i = 0; i < 300; ++i) {
     Rng rng(case_seed(kSeed + 6, i));
@@ -82,7 +83,7 @@ TEST(ConvForward, MatchesReferenceOnDepthwiseShapes) {
     d.layout = i % 2 ? Layout::NCHW : Layout::NHWC;
     d.mode = rng.chance(0.5) ? Mode::Convolution : Mode::CrossCorrelation;
     d.batch = rng.uniform_int(1, 2);
-    d.groups = d.in_channels = d.out_channels = rng.uniform_int(1, 27);
+    d.groups = d.in_channels = d.out_channels = rng.uniform_int(1, 45);
     for (int k = 0; k < d.rank; ++k) {
       d.kernel[k] = rng.uniform_int(1, d.rank == 3 ? 3 : 5);
       d.stride[k] = rng.uniform_int(1, 3);
@@ -90,7 +91,8 @@ TEST(ConvForward, MatchesReferenceOnDepthwiseShapes) {
       const int64_t extent = (d.kernel[k] - 1) * d.dilation[k] + 1;
       d.pad_begin[k] = rng.uniform_int(0, extent);
       d.pad_end[k] = rng.uniform_int(0, extent);
-      d.in_size[k] = rng.uniform_int(std::max<int64_t>(1, extent - d.pad_begin[k] - d.pad_end[k]), d.rank == 3 ? 9 : 40);
+      d.in_size[k] =
+          rng.uniform_int(std::max<int64_t>(1, extent - d.pad_begin[k] - d.pad_end[k]), d.rank == 3 ? 9 : 40);
     }
     const bool with_bias = rng.chance(0.5);
     const Activation activation = rng.chance(0.5) ? Activation::Relu : Activation::Identity;
