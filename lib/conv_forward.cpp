@@ -227,6 +227,15 @@ void for_each_viewed_segment(const ConvGeometry& g, const convjit_conv_kernel& s
       });
 }
 
+// Whether some tap reads padding: only then are some row views copies.
+bool reads_padding(const ConvGeometry& g) {
+  for (int d = 0; d < 3; ++d) {
+    const int64_t last_tap = (g.out[d] - 1) * g.stride[d] + (g.kernel[d] - 1) * g.dilation[d] - g.pad_begin[d];
+    if (g.pad_begin[d] > 0 || last_tap >= g.in[d]) return true;
+  }
+  return false;
+}
+
 // A tile through a row kernel, segment by segment.
 void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
               const convjit_conv_tile& tile, const InputBand& band) {
@@ -302,10 +311,12 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
   // A prepared row kernel's loops: channel blocks outside (each block's weights packed once, its
   // rows' padded views rebuilt per block unless the tile has a band), or rows outside (views built
   // once, weights packed per row), whichever copies less. A long padded row of many channels
-  // (conv1d_audio, too long for a band) wants the latter.
+  // (conv1d_audio, too long for a band) wants the latter; without padding views are never copies
+  // (resnet_1x1_56 NHWC spent half its time repacking weights per row).
   const int64_t view_floats = g.ic_per_group * g.kernel[0] * g.kernel[1] *
                               ((g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
-  const bool rows_outer = prepared && specialized->row_kernel && view_floats > g.reduction * oc_block;
+  const bool rows_outer =
+      prepared && specialized->row_kernel && reads_padding(g) && view_floats > g.reduction * oc_block;
   const int64_t prepared_floats = prepared ? g.reduction * oc_block : 0;
 
   parallel_for(threads, g.batch * g.groups * g.out[0] * tiling.tasks(), g.flops(), [&](int64_t task) {

@@ -38,9 +38,6 @@ class XbyakBackend : public Backend {
         p.stride[2] <= 2) {  // depthwise_3x3: 22 vs 26, _s2: 3 vs 10 GFLOP/s
       return "depthwise with kernels up to 3x3: the generic kernel keeps the taps in registers";
     }
-    if (key.layout == CONVJIT_NHWC && p.taps == 1) {  // resnet_1x1_56: 64 vs 70, resnet_1x1_s2: 57 vs 89 GFLOP/s
-      return "1x1 kernel in NHWC: a GEMM over contiguous channels, where the generic register tile is faster";
-    }
     if (key.layout == CONVJIT_NHWC && p.oc_per_group < 4) {
       return std::to_string(p.oc_per_group) + " output channels per group: NHWC kernels block 16";
     }
