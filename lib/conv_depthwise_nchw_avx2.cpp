@@ -1,6 +1,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 
 #include "lib/avx2_columns.hpp"
 #include "lib/avx2_rows.hpp"
@@ -13,7 +14,55 @@ namespace {
 
 constexpr int64_t kMaxExtent = 3;  // kernel rows and columns kept in registers
 
-// One output plane of one channel: x_plane and y_plane at the channel's (n, od) plane.
+// Output rows [oh, oh + Rows) of one channel, each vector of Rows rows in flight at once (a chain
+// per row: one 9-tap chain alone waits on the FMA latency). Taps kh in [kh_begin, kh_end), the
+// same for every row of the group (the others read padding: zero products, skipped).
+template <int KH, int KW, int Stride, int Rows, typename Finish>
+inline void row_group(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns, const float* x_plane,
+                      const __m256 (&weight)[KH][KW], int64_t oh, int64_t kh_begin, int64_t kh_end, Finish&& finish,
+                      float* y_plane) {
+  const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
+  const float* rows[Rows][KH] = {};
+  for (int r = 0; r < Rows; ++r) {
+    for (int64_t kh = kh_begin; kh < kh_end; ++kh)
+      rows[r][kh] = x_plane + input_coordinate(g, 1, oh + r, kh) * g.x.spatial[1];
+  }
+  // The group's vector at column ow: load(row, position) gives a tap's 8 inputs.
+  auto vector_at = [&](int64_t ow, auto&& load) {
+    const int64_t first_w = first_input_column(g, ow);
+    __m256 acc[Rows];
+    for (int r = 0; r < Rows; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+#pragma GCC unroll 3
+      for (int kw = 0; kw < KW; ++kw) {
+#pragma GCC unroll 4
+        for (int r = 0; r < Rows; ++r)
+          acc[r] = _mm256_fmadd_ps(load(rows[r][kh] + first_w + kw * step_w, kw), weight[kh][kw], acc[r]);
+      }
+    }
+    return std::to_array(acc);
+  };
+  for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
+    const auto acc = vector_at(ow, [](const float* at, int) { return load_real_inputs<Stride>(at, 0); });
+    for (int r = 0; r < Rows; ++r) _mm256_storeu_ps(y_plane + (oh + r) * g.y.spatial[1] + ow, finish(acc[r]));
+  }
+  for (int e = 0; e < columns.edge_count; ++e) {
+    const auto& edge = columns.edges[e];
+    const auto acc = vector_at(edge.ow, [&](const float* at, int kw) {
+      __m256 in = _mm256_maskload_ps(at, edge.taps[kw][0]);
+      if constexpr (Stride == 2) in = even_lanes(in, _mm256_maskload_ps(at + 8, edge.taps[kw][1]));
+      return in;
+    });
+    for (int r = 0; r < Rows; ++r)
+      _mm256_maskstore_ps(y_plane + (oh + r) * g.y.spatial[1] + edge.ow, edge.lanes, finish(acc[r]));
+  }
+}
+
+// One output plane of one channel: x_plane and y_plane at the channel's (n, od) plane. Rows whose
+// kernel rows all read real input go kGroupRows at a time (the last group moved back to end at the
+// run's end, recomputing a few rows bitwise the same); the rows around them one at a time.
+constexpr int kGroupRows = 4;
+
 template <int KH, int KW, int Stride>
 void channel_plane(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns, const float* x_plane, const float* w,
                    const float* bias, bool relu, float* y_plane) {
@@ -22,46 +71,33 @@ void channel_plane(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
     for (int kw = 0; kw < KW; ++kw) weight[kh][kw] = _mm256_broadcast_ss(w + kh * KW + kw);
   }
   const __m256 bias_v = bias ? _mm256_broadcast_ss(bias) : _mm256_setzero_ps();
-  const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
   auto finish = [&](__m256 acc) {
     if (bias) acc = _mm256_add_ps(acc, bias_v);
     return relu ? _mm256_max_ps(_mm256_setzero_ps(), acc) : acc;  // vmaxps keeps NaN and -0 (2nd operand)
   };
+  int64_t full_begin = g.out[1], full_end = g.out[1];  // the rows with every kernel row real: a run
   for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-    // The kernel rows whose input row exists (the others are padding: zero products, skipped).
     int64_t kh_begin, kh_end;
     valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], KH, g.in[1], g.flip, &kh_begin, &kh_end);
-    const float* rows[KH] = {};
-    for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
-      rows[kh] = x_plane + input_coordinate(g, 1, oh, kh) * g.x.spatial[1];
+    if (kh_begin == 0 && kh_end == KH) {
+      full_begin = std::min(full_begin, oh);
+      full_end = oh + 1;
     }
-    float* y_row = y_plane + oh * g.y.spatial[1];
-    for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
-      const int64_t first_w = first_input_column(g, ow);
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
-#pragma GCC unroll 3
-        for (int kw = 0; kw < KW; ++kw) {
-          acc = _mm256_fmadd_ps(load_real_inputs<Stride>(rows[kh], first_w + kw * step_w), weight[kh][kw], acc);
-        }
+  }
+  if (full_end - full_begin < kGroupRows) full_begin = full_end = g.out[1];
+  for (int64_t oh = 0; oh < g.out[1];) {
+    if (oh == full_begin) {
+      for (; oh < full_end; oh += kGroupRows) {
+        row_group<KH, KW, Stride, kGroupRows>(g, columns, x_plane, weight, std::min(oh, full_end - kGroupRows), 0, KH,
+                                              finish, y_plane);
       }
-      _mm256_storeu_ps(y_row + ow, finish(acc));
+      oh = full_end;
+      continue;
     }
-    for (int e = 0; e < columns.edge_count; ++e) {
-      const auto& edge = columns.edges[e];
-      const int64_t first_w = first_input_column(g, edge.ow);
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
-#pragma GCC unroll 3
-        for (int kw = 0; kw < KW; ++kw) {
-          const float* at = rows[kh] + first_w + kw * step_w;
-          __m256 in = _mm256_maskload_ps(at, edge.taps[kw][0]);
-          if constexpr (Stride == 2) in = even_lanes(in, _mm256_maskload_ps(at + 8, edge.taps[kw][1]));
-          acc = _mm256_fmadd_ps(in, weight[kh][kw], acc);
-        }
-      }
-      _mm256_maskstore_ps(y_row + edge.ow, edge.lanes, finish(acc));
-    }
+    int64_t kh_begin, kh_end;
+    valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], KH, g.in[1], g.flip, &kh_begin, &kh_end);
+    row_group<KH, KW, Stride, 1>(g, columns, x_plane, weight, oh, kh_begin, kh_end, finish, y_plane);
+    ++oh;
   }
 }
 
