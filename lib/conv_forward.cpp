@@ -300,6 +300,14 @@ Status validate_conv_forward(const convjit_conv_params* params, const float* x, 
   return Status::success();
 }
 
+std::string generic_kernel_wins(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  if (avx2::depthwise_nhwc_supported(g)) return "depthwise NHWC: the generic kernel has the groups in the vector lanes";
+  if (avx2::depthwise_nchw_supported(g)) return "depthwise up to 3x3: the generic kernel keeps the taps in registers";
+#endif
+  return {};
+}
+
 void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* specialized, int threads, const float* x,
                       const float* w, const float* bias, bool relu, float* y) {
 #if defined(__x86_64__)

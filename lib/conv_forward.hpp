@@ -1,6 +1,8 @@
 // The forward driver, shared by every tier: tiling, threads, and the input views of row kernels.
 #pragma once
 
+#include <string>
+
 #include "jit/conv_tile_abi.h"
 #include "lib/geometry.hpp"
 
@@ -16,6 +18,12 @@ inline constexpr int64_t kDirectMaxOutputChannels = 8;
 // Validates everything a forward call reads; on success *g describes the problem.
 Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
                              const float* y, ConvGeometry* g);
+
+// Non-empty when tier 0 runs g on a kernel of its own (depthwise, channels or taps in the vector
+// lanes) that the backends' row kernels do not beat (measured: Xbyak 22 vs 27 GFLOP/s on
+// depthwise_3x3 NCHW, 3 vs 10 on depthwise_s2, 1 vs 32 NHWC; LLVM 21 vs 27): why the runtime
+// declines to compile it, for every backend.
+std::string generic_kernel_wins(const ConvGeometry& g);
 
 // Runs the forward convolution with `specialized` (null: the generic tier only).
 void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* specialized, int threads, const float* x,

@@ -154,8 +154,7 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
     const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
     if (!kernel && calls >= policy.hot_threshold &&
         slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
-      if (std::string reason = policy.decline_slower ? backend_->decline_reason(g, key) : std::string();
-          !reason.empty()) {
+      if (std::string reason = policy.decline_slower ? declined_because(g, key) : std::string(); !reason.empty()) {
         decline(slot, id, reason);
       } else {
         request_compile(slot, id, key);
@@ -199,6 +198,11 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
 
 int64_t Runtime::Impl::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started_).count();
+}
+
+std::string Runtime::Impl::declined_because(const detail::ConvGeometry& g, const jit::SpecKey& key) const {
+  std::string reason = detail::generic_kernel_wins(g);
+  return reason.empty() ? backend_->decline_reason(g, key) : reason;
 }
 
 void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& reason) {

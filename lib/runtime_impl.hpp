@@ -44,6 +44,9 @@ struct Runtime::Impl {
   void start_warm();
   void wait_for_slot(detail::ConfigSlot& slot);  // until its queued compile has finished
   void save_hot_configurations();
+  // Why a hot configuration stays generic (policy decline_slower), or empty: tier 0's own kernel
+  // wins, whatever the backend, or the backend expects to lose.
+  std::string declined_because(const detail::ConvGeometry& g, const jit::SpecKey& key) const;
   void decline(detail::ConfigSlot& slot, uint64_t id, const std::string& reason);
   void compile(const CompileRequest& request);  // in the worker, or inline
   void worker_loop();

@@ -32,12 +32,6 @@ class XbyakBackend : public Backend {
     if (key.layout == CONVJIT_NCHW && key.stride[2] == 2 && p.taps == 1) {  // resnet_1x1_s2: 53 vs 90 GFLOP/s
       return "1x1 kernel with stride 2: the shuffles cost more than the generic tile's packing";
     }
-    // The generic tier's NCHW depthwise kernel keeps taps up to 3x3 in registers (lib/conv_depthwise_nchw.hpp).
-    if (key.layout == CONVJIT_NCHW && p.ic_per_group == 1 && p.oc_per_group == 1 && p.kernel[0] == 1 &&
-        p.kernel[1] <= 3 && p.kernel[2] <= 3 && p.in[0] == 1 && p.pad_begin[0] == 0 &&
-        p.stride[2] <= 2) {  // depthwise_3x3: 22 vs 26, _s2: 3 vs 10 GFLOP/s
-      return "depthwise with kernels up to 3x3: the generic kernel keeps the taps in registers";
-    }
     if (key.layout == CONVJIT_NHWC && p.oc_per_group < 4) {
       return std::to_string(p.oc_per_group) + " output channels per group: NHWC kernels block 16";
     }

@@ -221,9 +221,10 @@ INSTANTIATE_TEST_SUITE_P(Backends, FaultInjection,
                          variant_name);
 
 // A backend that declines every problem (policy decline_slower, the default): nothing is
-// compiled, every configuration says "declined" with the backend's reason, nothing counts as a
-// compile failure, and results are the generic tier's. With decline_slower off the same
-// backend is asked to compile.
+// compiled, every configuration says "declined" with the backend's reason (or, for depthwise
+// problems that tier 0 runs on a kernel of its own, the runtime's, given before any backend is
+// asked), nothing counts as a compile failure, and results are the generic tier's. With
+// decline_slower off the same backend is asked to compile.
 TEST(FaultInjection, DeclinedConfigurationsStayGenericWithTheReason) {
   Policy policy = eager_policy();
   policy.decline_slower = true;
@@ -247,7 +248,10 @@ TEST(FaultInjection, DeclinedConfigurationsStayGenericWithTheReason) {
   ASSERT_EQ(stats.configurations.size(), shapes.size());
   for (const ConfigStats& c : stats.configurations) {
     EXPECT_EQ(c.state, "declined") << describe(c.dims);
-    EXPECT_EQ(c.failure.rfind(std::string(kDeclined) + " (conv", 0), 0u) << describe(c.dims) << ": " << c.failure;
+    const bool by_backend = c.failure.rfind(std::string(kDeclined) + " (conv", 0) == 0;
+    const bool depthwise = c.dims.groups == c.dims.in_channels && c.dims.groups == c.dims.out_channels;
+    const bool by_runtime = depthwise && c.failure.find("the generic kernel") != std::string::npos;
+    EXPECT_TRUE(by_backend || by_runtime) << describe(c.dims) << ": " << c.failure;
     EXPECT_EQ(c.calls_jit, 0) << describe(c.dims);
     EXPECT_EQ(c.calls_generic, 2) << describe(c.dims);
   }
@@ -265,6 +269,31 @@ TEST(FaultInjection, DeclinedConfigurationsStayGenericWithTheReason) {
 }
 
 // CONVJIT_VERBOSE's line for a failed compile names the configuration and the backend's message.
+// Depthwise problems that tier 0 runs on a kernel of its own stay generic whatever the backend
+// would do: a backend that never declines is not asked to compile them.
+TEST(FaultInjection, RuntimeDeclinesDepthwiseBeforeAnyBackend) {
+  Policy policy = eager_policy();
+  policy.decline_slower = true;
+  auto owned = std::make_unique<FailingBackend>(false, nullptr);
+  FailingBackend* backend = owned.get();
+  Runtime::Impl runtime(policy, std::move(owned), "");
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    const Problem p(conv(2, layout, 1, 16, 16, 16, {20, 24, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), 0xFA40, true,
+                    Activation::Relu);
+    detail::Status status;
+    const std::vector<float> y = run_impl(runtime, p, &status);
+    ASSERT_TRUE(status.ok()) << status.message;
+    EXPECT_TRUE(p.matches_reference(y, "y"));
+  }
+  EXPECT_EQ(backend->compile_calls(), 0);
+  const RuntimeStats stats = runtime.stats();
+  ASSERT_EQ(stats.configurations.size(), 2u);
+  for (const ConfigStats& c : stats.configurations) {
+    EXPECT_EQ(c.state, "declined") << describe(c.dims);
+    EXPECT_NE(c.failure.find("the generic kernel"), std::string::npos) << describe(c.dims) << ": " << c.failure;
+  }
+}
+
 TEST(FaultInjection, VerboseLineReportsTheFailure) {
   Policy policy = eager_policy();
   policy.verbose = true;
