@@ -32,6 +32,15 @@ class Backend {
   virtual bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) = 0;
 };
 
+// The driver runs a row kernel over several whole output rows as one segment when they have
+// stride 1 and are shorter than kFlatRowsBelow (NCHW): the input view flattened (one row pitch for
+// W and H), outputs computed on that padded grid into scratch and the real ones copied out. Such
+// rows are not short for a backend.
+inline constexpr int64_t kFlatRowsBelow = 32;
+inline bool flattens_rows(const convjit_conv_problem& p) {
+  return p.layout == CONVJIT_NCHW && p.stride[1] == 1 && p.stride[2] == 1 && p.out[2] < kFlatRowsBelow;
+}
+
 // Built in only when their library was found (CONVJIT_HAVE_XBYAK, CONVJIT_HAVE_LLVM).
 std::unique_ptr<Backend> make_xbyak_backend();
 std::unique_ptr<Backend> make_llvm_backend();

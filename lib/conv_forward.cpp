@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "jit/backend.hpp"
 #include "lib/conv_depthwise_nchw.hpp"
 #include "lib/conv_depthwise_nhwc.hpp"
 #include "lib/conv_tile_direct.hpp"
@@ -30,7 +31,9 @@ struct ForwardTiling {
 // packs_patches: the tile packs im2col panels (so tiles are sized to keep them in L2); other
 // tiles (direct, row kernels) take whole planes unless the threads need more tasks.
 // oc_granule: channel chunks are multiples of it (the register tile's rows, or a prepare block).
-ForwardTiling plan_forward(const ConvGeometry& g, int threads, bool packs_patches, int64_t oc_granule) {
+// whole_rows: tiles start and end at row boundaries (flattened row kernels).
+ForwardTiling plan_forward(const ConvGeometry& g, int threads, bool packs_patches, int64_t oc_granule,
+                           bool whole_rows) {
   ForwardTiling t{};
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t panels = (pixels + kTileCols - 1) / kTileCols;
@@ -43,6 +46,7 @@ ForwardTiling plan_forward(const ConvGeometry& g, int threads, bool packs_patche
   if (planes * tiles < wanted) tiles = (wanted + planes - 1) / planes;
   tiles = std::min(tiles, panels);
   t.pixel_tile = (panels + tiles - 1) / tiles * kTileCols;
+  if (whole_rows) t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
   t.pixel_tiles = (pixels + t.pixel_tile - 1) / t.pixel_tile;
   // Still few tiles (one small plane): split the channels too.
   const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
@@ -227,6 +231,71 @@ void for_each_viewed_segment(const ConvGeometry& g, const convjit_conv_kernel& s
       });
 }
 
+// The input of a tile's whole rows as one flattened row: the band's, or x's where no tap of the
+// rows reads padding. Sets *view's input fields and *pitch (floats from one row to the next);
+// false when neither serves (the tile then goes row by row).
+bool flat_view(const ConvGeometry& g, const InputBand& band, const convjit_conv_tile& tile, int64_t rows,
+               convjit_conv_tile* view, int64_t* pitch) {
+  if (band.data) {
+    make_view(g, band, tile.x, tile.od, tile.oh, 0, g.out[2], nullptr, 0, view);
+    *pitch = band.row;
+    return true;
+  }
+  const int64_t origin[3] = {tile.od * g.stride[0] - g.pad_begin[0], tile.oh - g.pad_begin[1], -g.pad_begin[2]};
+  const int64_t extent[3] = {(g.kernel[0] - 1) * g.dilation[0] + 1, rows + (g.kernel[1] - 1) * g.dilation[1],
+                             g.out[2] + (g.kernel[2] - 1) * g.dilation[2]};
+  for (int d = 0; d < 3; ++d) {
+    if (origin[d] < 0 || origin[d] + extent[d] > g.in[d]) return false;
+  }
+  view->x = tile.x + origin[0] * g.x.spatial[0] + origin[1] * g.x.spatial[1] + origin[2] * g.x.spatial[2];
+  view->view_channel = g.x.channel;
+  view->view_position = 1;
+  view->view_tap_row = g.dilation[1] * g.x.spatial[1];
+  view->view_tap_plane = g.dilation[0] * g.x.spatial[0];
+  *pitch = g.x.spatial[1];
+  return true;
+}
+
+// A tile of whole stride-1 rows through a row kernel as one segment over its flattened input
+// (jit::flattens_rows): outputs on the input's grid (the columns between rows are junk, their
+// taps real inputs of neighbouring rows) into scratch, channel block by channel block, the real
+// ones copied to y. Each real output is the row kernel's chain: the generic tier's numbers. False,
+// with nothing written, when the input or the grid does not fit (the tile then goes row by row).
+bool run_flat_rows(const ConvGeometry& g, const convjit_conv_kernel& specialized, const convjit_conv_tile& tile,
+                   const InputBand& band, int64_t first_oc, int64_t end_oc, const float* w, const float* bias,
+                   float* y_tile) {
+  const int64_t rows = tile.pixel_count / g.out[2];
+  convjit_conv_tile flat = tile;
+  int64_t pitch = 0;
+  if (!flat_view(g, band, tile, rows, &flat, &pitch)) return false;
+  flat.ow = 0;
+  flat.pixel_count = (rows - 1) * pitch + g.out[2];
+  const int64_t grid_floats = rows * pitch;  // per output channel
+  flat.scratch = tile.scratch + band.floats;
+  flat.scratch_floats = tile.scratch_floats - band.floats;
+  const int64_t block = std::min(end_oc - first_oc, flat.scratch_floats / grid_floats);
+  if (block < 1 || flat.pixel_count < specialized.min_row_pixels) return false;
+  ConvGeometry grid_g = g;  // the kernel's y: the grid in scratch
+  grid_g.y.channel = grid_floats;
+  float* grid = flat.scratch;
+  flat.scratch += block * grid_floats;
+  flat.scratch_floats -= block * grid_floats;
+  for (int64_t oc = first_oc; oc < end_oc; oc += block) {
+    flat.w = w + oc * g.reduction;
+    flat.bias = bias ? bias + oc : nullptr;
+    flat.y = grid;
+    flat.oc_count = std::min(block, end_oc - oc);
+    specialized.compute(&grid_g, &flat);
+    for (int64_t c = 0; c < flat.oc_count; ++c) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* from = grid + c * grid_floats + r * pitch;
+        std::copy(from, from + g.out[2], y_tile + (oc + c) * g.y.channel + r * g.y.spatial[1]);
+      }
+    }
+  }
+  return true;
+}
+
 // Whether some tap reads padding: only then are some row views copies.
 bool reads_padding(const ConvGeometry& g) {
   for (int d = 0; d < 3; ++d) {
@@ -326,8 +395,9 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
   const bool prepared = specialized && specialized->prepare;
   // A problem too small to share runs on the calling thread: tile it for one, not into pieces.
   if (g.flops() < kParallelWorkThreshold) threads = 1;
+  const bool flat = specialized && specialized->row_kernel && !prepared && jit::flattens_rows(g);
   const ForwardTiling tiling = plan_forward(g, threads, !specialized && generic == conv_tile_generic,
-                                            prepared ? specialized->oc_block : kTileRows);
+                                            prepared ? specialized->oc_block : kTileRows, flat);
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t oc_block = prepared                             ? specialized->oc_block
                            : writes_few_streams(g, specialized) ? kFewStreamsChannels
@@ -367,9 +437,10 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
     tile.scratch_floats = int64_t(kScratchFloats);
     // A row kernel's tile copies its padded input once, for all its channel blocks.
     const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile) : InputBand{};
+    float* y_tile = y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];  // at channel 0
+    if (flat && run_flat_rows(g, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile)) return;
     if (rows_outer && !band.data) {
-      run_rows_then_channel_blocks(g, generic, *specialized, tile, band, first_oc, end_oc, w, bias,
-                                   y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2], scratch);
+      run_rows_then_channel_blocks(g, generic, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile, scratch);
       return;
     }
     for (int64_t oc = first_oc; oc < end_oc; oc += oc_block) {

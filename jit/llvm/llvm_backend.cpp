@@ -75,11 +75,12 @@ class LlvmBackend : public Backend {
   const char* name() const override { return "llvm"; }
   std::string unavailable_reason() const override { return unavailable_; }
 
-  // Row kernels block 16 pixels along W; shorter rows are the generic tile's (as with Xbyak).
+  // Row kernels block 16 pixels along W; shorter rows are the generic tile's (as with Xbyak), unless
+  // the driver flattens them.
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
     if (std::string why = llvm_backend::nchw_ir_unsupported_reason(key); !why.empty()) return why;
     const int64_t block = llvm_backend::nchw_ir_min_row_pixels(llvm_backend::plan_nchw_ir(key));
-    if (p.out[2] < block) {
+    if (p.out[2] < block && !flattens_rows(p)) {
       return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(block) +
              ": the generic tier packs several rows per panel";
     }

@@ -20,12 +20,14 @@ class XbyakBackend : public Backend {
   }
 
   // Row kernels block pixels along W; the generic tile packs pixels of several rows per panel,
-  // so short rows are its ground (measured: resnet_3x3_7, 7-pixel rows, runs 2x faster generic).
+  // so short rows are its ground (measured: resnet_3x3_7, 7-pixel rows, runs 2x faster generic),
+  // unless the driver runs them flattened (jit/backend.hpp: flattens_rows).
   // NHWC kernels block 16 output channels; with fewer than 4 per group they mostly compute zeros.
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
-    // NHWC: 16, not its 6-pixel block: each 16-channel block rebuilds the padded rows (resnet_3x3_14 lost).
+    // NHWC: 16, not its 3- or 6-pixel block: each channel block packs all the weights again per tile
+    // (resnet_3x3_14 lost).
     const int64_t block = key.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(xbyak::plan_nchw(key)) : 16;
-    if (p.out[2] < block) {
+    if (p.out[2] < block && !flattens_rows(p)) {
       return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(block) +
              ": the generic tier packs several rows per panel";
     }
