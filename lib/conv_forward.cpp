@@ -261,22 +261,21 @@ bool flat_view(const ConvGeometry& g, const InputBand& band, const convjit_conv_
 // taps real inputs of neighbouring rows) into scratch, channel block by channel block, the real
 // ones copied to y. Each real output is the row kernel's chain: the generic tier's numbers. False,
 // with nothing written, when the input or the grid does not fit (the tile then goes row by row).
-bool run_flat_rows(const ConvGeometry& g, const convjit_conv_kernel& specialized, const convjit_conv_tile& tile,
-                   const InputBand& band, int64_t first_oc, int64_t end_oc, const float* w, const float* bias,
-                   float* y_tile) {
+// grid_g is g with y.channel = the scratch floats per channel of the largest tile's grid.
+bool run_flat_rows(const ConvGeometry& g, const ConvGeometry& grid_g, const convjit_conv_kernel& specialized,
+                   const convjit_conv_tile& tile, const InputBand& band, int64_t first_oc, int64_t end_oc,
+                   const float* w, const float* bias, float* y_tile) {
   const int64_t rows = tile.pixel_count / g.out[2];
   convjit_conv_tile flat = tile;
   int64_t pitch = 0;
   if (!flat_view(g, band, tile, rows, &flat, &pitch)) return false;
   flat.ow = 0;
   flat.pixel_count = (rows - 1) * pitch + g.out[2];
-  const int64_t grid_floats = rows * pitch;  // per output channel
+  const int64_t grid_floats = grid_g.y.channel;
   flat.scratch = tile.scratch + band.floats;
   flat.scratch_floats = tile.scratch_floats - band.floats;
   const int64_t block = std::min(end_oc - first_oc, flat.scratch_floats / grid_floats);
-  if (block < 1 || flat.pixel_count < specialized.min_row_pixels) return false;
-  ConvGeometry grid_g = g;  // the kernel's y: the grid in scratch
-  grid_g.y.channel = grid_floats;
+  if (block < 1 || flat.pixel_count < specialized.min_row_pixels || rows * pitch > grid_floats) return false;
   float* grid = flat.scratch;
   flat.scratch += block * grid_floats;
   flat.scratch_floats -= block * grid_floats;
@@ -398,6 +397,11 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
   const bool flat = specialized && specialized->row_kernel && !prepared && jit::flattens_rows(g);
   const ForwardTiling tiling = plan_forward(g, threads, !specialized && generic == conv_tile_generic,
                                             prepared ? specialized->oc_block : kTileRows, flat);
+  // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
+  // band's (the padded row), whichever is longer.
+  ConvGeometry grid_g = g;
+  grid_g.y.channel =
+      tiling.pixel_tile / g.out[2] * std::max(g.x.spatial[1], g.out[2] + (g.kernel[2] - 1) * g.dilation[2]);
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t oc_block = prepared                             ? specialized->oc_block
                            : writes_few_streams(g, specialized) ? kFewStreamsChannels
@@ -438,7 +442,7 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
     // A row kernel's tile copies its padded input once, for all its channel blocks.
     const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile) : InputBand{};
     float* y_tile = y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];  // at channel 0
-    if (flat && run_flat_rows(g, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile)) return;
+    if (flat && run_flat_rows(g, grid_g, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile)) return;
     if (rows_outer && !band.data) {
       run_rows_then_channel_blocks(g, generic, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile, scratch);
       return;

@@ -27,6 +27,10 @@ class XbyakBackend : public Backend {
     // NHWC: 16, not its 3- or 6-pixel block: each channel block packs all the weights again per tile
     // (resnet_3x3_14 lost).
     const int64_t block = key.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(xbyak::plan_nchw(key)) : 16;
+    if (flattens_rows(p) && !flat_grid_mostly_real(p)) {
+      return "output rows of " + std::to_string(p.out[2]) + " pixels, flattened with " +
+             std::to_string((p.kernel[2] - 1) * p.dilation[2]) + " junk columns each: the generic tier is faster";
+    }
     if (p.out[2] < block && !flattens_rows(p)) {
       return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(block) +
              ": the generic tier packs several rows per panel";
