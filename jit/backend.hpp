@@ -42,11 +42,20 @@ inline constexpr int64_t kFlatRowsBelow = 32;
 inline bool flattens_rows(const convjit_conv_problem& p) {
   return p.layout == CONVJIT_NCHW && p.stride[1] == 1 && p.stride[2] == 1 && p.out[2] < kFlatRowsBelow;
 }
-// Flattened rows whose grid is less than 80% real outputs (the junk columns are the kernel's W
-// reach): the generic tier wins there (resnet_3x3_7, 7 of 9 columns: 53-57 vs 69 GFLOP/s).
-inline bool flat_grid_mostly_real(const convjit_conv_problem& p) {
-  const int64_t pitch = p.out[2] + (p.kernel[2] - 1) * p.dilation[2];
-  return 5 * p.out[2] >= 4 * pitch;
+// Why a row kernel that takes segments of at least min_row_pixels would lose to the generic tier
+// on p's rows, or empty. Rows shorter than that are the generic tile's (it packs pixels of several
+// rows per panel), unless the driver flattens them; flattened rows whose grid is under 80% real
+// outputs (the junk columns are the kernel's W reach) are too (resnet_3x3_7, 7 of 9 columns: 53-57
+// vs 69 GFLOP/s).
+inline std::string short_rows_reason(const convjit_conv_problem& p, int64_t min_row_pixels) {
+  const std::string rows = "output rows of " + std::to_string(p.out[2]) + " pixels";
+  if (flattens_rows(p)) {
+    const int64_t junk = (p.kernel[2] - 1) * p.dilation[2];
+    if (5 * p.out[2] >= 4 * (p.out[2] + junk)) return {};
+    return rows + ", flattened with " + std::to_string(junk) + " junk columns each: the generic tier is faster";
+  }
+  if (p.out[2] >= min_row_pixels) return {};
+  return rows + ", shorter than " + std::to_string(min_row_pixels) + ": the generic tier packs several rows per panel";
 }
 
 // Built in only when their library was found (CONVJIT_HAVE_XBYAK, CONVJIT_HAVE_LLVM).

@@ -75,20 +75,10 @@ class LlvmBackend : public Backend {
   const char* name() const override { return "llvm"; }
   std::string unavailable_reason() const override { return unavailable_; }
 
-  // Row kernels block 16 pixels along W; shorter rows are the generic tile's (as with Xbyak), unless
-  // the driver flattens them.
+  // Row kernels block 16 pixels along W (jit/backend.hpp: short_rows_reason).
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
     if (std::string why = llvm_backend::nchw_ir_unsupported_reason(key); !why.empty()) return why;
-    const int64_t block = llvm_backend::nchw_ir_min_row_pixels(llvm_backend::plan_nchw_ir(key));
-    if (flattens_rows(p) && !flat_grid_mostly_real(p)) {
-      return "output rows of " + std::to_string(p.out[2]) + " pixels, flattened with " +
-             std::to_string((p.kernel[2] - 1) * p.dilation[2]) + " junk columns each: the generic tier is faster";
-    }
-    if (p.out[2] < block && !flattens_rows(p)) {
-      return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(block) +
-             ": the generic tier packs several rows per panel";
-    }
-    return {};
+    return short_rows_reason(p, llvm_backend::nchw_ir_min_row_pixels(llvm_backend::plan_nchw_ir(key)));
   }
 
   bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) override {

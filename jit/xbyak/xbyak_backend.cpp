@@ -19,22 +19,13 @@ class XbyakBackend : public Backend {
     return {};
   }
 
-  // Row kernels block pixels along W; the generic tile packs pixels of several rows per panel,
-  // so short rows are its ground (measured: resnet_3x3_7, 7-pixel rows, runs 2x faster generic),
-  // unless the driver runs them flattened (jit/backend.hpp: flattens_rows).
-  // NHWC kernels block 16 output channels; with fewer than 4 per group they mostly compute zeros.
+  // Row kernels block pixels along W (jit/backend.hpp: short_rows_reason). NHWC kernels block 16
+  // or 32 output channels; with fewer than 4 per group they mostly compute zeros.
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
     // NHWC: 16, not its 3- or 6-pixel block: each channel block packs all the weights again per tile
     // (resnet_3x3_14 lost).
     const int64_t block = key.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(xbyak::plan_nchw(key)) : 16;
-    if (flattens_rows(p) && !flat_grid_mostly_real(p)) {
-      return "output rows of " + std::to_string(p.out[2]) + " pixels, flattened with " +
-             std::to_string((p.kernel[2] - 1) * p.dilation[2]) + " junk columns each: the generic tier is faster";
-    }
-    if (p.out[2] < block && !flattens_rows(p)) {
-      return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(block) +
-             ": the generic tier packs several rows per panel";
-    }
+    if (std::string why = short_rows_reason(p, block); !why.empty()) return why;
     if (key.layout == CONVJIT_NCHW && key.stride[2] == 2 && p.taps == 1) {  // resnet_1x1_s2: 53 vs 90 GFLOP/s
       return "1x1 kernel with stride 2: the shuffles cost more than the generic tile's packing";
     }
