@@ -121,10 +121,14 @@ void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const fl
       interior_end = ow + 1;
     }
   }
-  // The weights tap-major, once per call (per row they cost a third of depthwise_3x3's time).
-  std::vector<float> wt(size_t(g.taps * g.groups));
+  // The weights tap-major, once per call (per row they cost a third of depthwise_3x3's time), in
+  // the calling thread's buffer (kept: steady-state calls allocate nothing), read by every thread.
+  // (A lambda names a thread_local as the running thread's own: the workers get the pointer.)
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < size_t(g.taps * g.groups)) buffer.resize(size_t(g.taps * g.groups));
+  float* wt = buffer.data();
   for (int64_t c = 0; c < g.groups; ++c) {
-    for (int64_t t = 0; t < g.taps; ++t) wt[size_t(t * g.groups + c)] = w[c * g.taps + t];
+    for (int64_t t = 0; t < g.taps; ++t) wt[t * g.groups + c] = w[c * g.taps + t];
   }
   const int64_t rows = g.batch * g.out[0] * g.out[1];
   parallel_for(threads, rows, g.flops(), [&](int64_t task) {
@@ -135,12 +139,12 @@ void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const fl
     auto edge_pixel = [&](int64_t ow) {
       int64_t kw0, kw1;
       valid_taps(ow, g.stride[2], g.pad_begin[2], g.dilation[2], g.kernel[2], g.in[2], g.flip, &kw0, &kw1);
-      select_taps(g, wt.data(), od, oh, kw0, kw1, &taps);
+      select_taps(g, wt, od, oh, kw0, kw1, &taps);
       all_channels<1, kEdgeVectors>(g, taps, image, ow, bias, relu, y_row);
     };
     for (int64_t ow = 0; ow < interior_begin; ++ow) edge_pixel(ow);
     if (interior_begin < interior_end) {
-      select_taps(g, wt.data(), od, oh, 0, g.kernel[2], &taps);
+      select_taps(g, wt, od, oh, 0, g.kernel[2], &taps);
       // Blocks of kPixels; the last, short one moved back to end at interior_end (recomputing
       // a few outputs, bitwise the same).
       for (int64_t ow = interior_begin; ow < interior_end; ow += kPixels) {
