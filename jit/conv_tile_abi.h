@@ -8,7 +8,10 @@
  * tile: padding (taps outside the input contribute exact zeros), row ends, the pixel and oc
  * tails, the mode's kernel flip, bias and activation. A JIT kernel is a "row kernel": the driver
  * gives it one output row segment at a time and an input VIEW in which every tap is real (x
- * itself, or a zero-padded copy of the rows the segment reads), so it never meets padding.
+ * itself, or a zero-padded copy of the rows the segment reads), so it never meets padding. Rows
+ * of stride 1 may come several at a time as one segment over a view whose rows are one pitch
+ * apart (jit/backend.hpp: flattens_rows): the kernel cannot tell, its outputs land on that grid
+ * in scratch (the problem's y.channel is then the grid's) and the driver keeps the real ones.
  * The driver never names a backend.
  *
  * Numbers (so that every tier gives bitwise-identical results): each output is one chain of
