@@ -33,29 +33,28 @@ class Backend {
 };
 
 // The driver runs a row kernel over several whole output rows as one segment (NCHW, stride 1,
-// rows shorter than kFlatRowsBelow): the input view flattened (one row pitch for W and H),
-// outputs computed on that padded grid into scratch and the real ones copied out. Measured
-// against row by row: seed_chain 1.3-1.85x, resnet_3x3_14 1.4x, resnet_3x3_28 1.2x; with rows of
-// 32-63 pixels repeated A/B runs disagreed (resnet_3x3_56 +14% then -5%, seed_issue -12%). Such
-// rows are not short for a backend.
+// rows shorter than kFlatRowsBelow, of which at least 80% of the grid is real outputs): the
+// input view flattened (one row pitch for W and H), outputs computed on that padded grid into
+// scratch and the real ones copied out. Measured against row by row: seed_chain 1.3-1.85x,
+// resnet_3x3_14 1.4x, resnet_3x3_28 1.2x; with rows of 32-63 pixels repeated A/B runs disagreed
+// (resnet_3x3_56 +14% then -5%, seed_issue -12%); with more junk (the kernel's W reach) the
+// generic tier won (resnet_3x3_7, 7 of 9 columns: 53-57 vs 69 GFLOP/s) and rows of 16 or more
+// ran faster one by one (7x7 on 20 columns).
 inline constexpr int64_t kFlatRowsBelow = 32;
 inline bool flattens_rows(const convjit_conv_problem& p) {
-  return p.layout == CONVJIT_NCHW && p.stride[1] == 1 && p.stride[2] == 1 && p.out[2] < kFlatRowsBelow;
+  if (p.layout != CONVJIT_NCHW || p.stride[1] != 1 || p.stride[2] != 1 || p.out[2] >= kFlatRowsBelow) return false;
+  if (p.out[1] < 2) return false;  // one row per plane: nothing to join
+  const int64_t junk = (p.kernel[2] - 1) * p.dilation[2];
+  return 5 * p.out[2] >= 4 * (p.out[2] + junk);
 }
+
 // Why a row kernel that takes segments of at least min_row_pixels would lose to the generic tier
-// on p's rows, or empty. Rows shorter than that are the generic tile's (it packs pixels of several
-// rows per panel), unless the driver flattens them; flattened rows whose grid is under 80% real
-// outputs (the junk columns are the kernel's W reach) are too (resnet_3x3_7, 7 of 9 columns: 53-57
-// vs 69 GFLOP/s).
+// on p's rows, or empty: shorter rows are the generic tile's (it packs pixels of several rows per
+// panel) unless the driver flattens them.
 inline std::string short_rows_reason(const convjit_conv_problem& p, int64_t min_row_pixels) {
-  const std::string rows = "output rows of " + std::to_string(p.out[2]) + " pixels";
-  if (flattens_rows(p)) {
-    const int64_t junk = (p.kernel[2] - 1) * p.dilation[2];
-    if (5 * p.out[2] >= 4 * (p.out[2] + junk)) return {};
-    return rows + ", flattened with " + std::to_string(junk) + " junk columns each: the generic tier is faster";
-  }
-  if (p.out[2] >= min_row_pixels) return {};
-  return rows + ", shorter than " + std::to_string(min_row_pixels) + ": the generic tier packs several rows per panel";
+  if (p.out[2] >= min_row_pixels || flattens_rows(p)) return {};
+  return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(min_row_pixels) +
+         " and not flattened: the generic tier packs several rows per panel";
 }
 
 // Built in only when their library was found (CONVJIT_HAVE_XBYAK, CONVJIT_HAVE_LLVM).

@@ -46,7 +46,14 @@ ForwardTiling plan_forward(const ConvGeometry& g, int threads, bool packs_patche
   if (planes * tiles < wanted) tiles = (wanted + planes - 1) / planes;
   tiles = std::min(tiles, panels);
   t.pixel_tile = (panels + tiles - 1) / tiles * kTileCols;
-  if (whole_rows) t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
+  if (whole_rows) {
+    t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
+    // Few enough rows that the tile's band (make_band: at most half the scratch) holds them.
+    const int64_t pitch = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];
+    const int64_t band_row = g.ic_per_group * ((g.kernel[0] - 1) * g.dilation[0] + 1) * pitch;
+    const int64_t rows = (int64_t(kScratchFloats) / 2 - 16) / band_row - (g.kernel[1] - 1) * g.dilation[1];
+    if (rows >= 1) t.pixel_tile = std::min(t.pixel_tile, rows * g.out[2]);
+  }
   t.pixel_tiles = (pixels + t.pixel_tile - 1) / t.pixel_tile;
   // Still few tiles (one small plane): split the channels too.
   const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
@@ -102,8 +109,9 @@ struct InputBand {
 };
 
 // The band takes at most half the scratch: segments too short for the row kernel go to the generic
-// tile, which packs patches in the rest.
-InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile) {
+// tile, which packs patches in the rest. A flattened tile (run_flat_rows) needs one wherever its
+// rows read padding, along H and D too.
+InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile, bool flat) {
   InputBand band;
   float* scratch = tile.scratch;
   const int64_t capacity = tile.scratch_floats / 2;
@@ -113,9 +121,11 @@ InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile) {
   const int64_t extent[3] = {(g.kernel[0] - 1) * g.dilation[0] + 1,
                              (oh_last - tile.oh) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1,
                              (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1};
-  const bool w_padding = origin[2] < 0 || origin[2] + extent[2] > g.in[2];
+  bool reads_padding[3];
+  for (int d = 0; d < 3; ++d) reads_padding[d] = origin[d] < 0 || origin[d] + extent[d] > g.in[d];
+  const bool wanted = reads_padding[2] || (flat && (reads_padding[0] || reads_padding[1]));
   const int64_t icg = g.ic_per_group;
-  if (!w_padding || icg * extent[0] * extent[1] * extent[2] + 15 > capacity) return band;
+  if (!wanted || icg * extent[0] * extent[1] * extent[2] + 15 > capacity) return band;
   const bool nchw = g.layout == CONVJIT_NCHW;
   band.position = nchw ? 1 : icg;
   band.row = extent[2] * band.position;
@@ -440,7 +450,7 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
     tile.scratch = scratch + prepared_floats;
     tile.scratch_floats = int64_t(kScratchFloats);
     // A row kernel's tile copies its padded input once, for all its channel blocks.
-    const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile) : InputBand{};
+    const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile, flat) : InputBand{};
     float* y_tile = y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];  // at channel 0
     if (flat && run_flat_rows(g, grid_g, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile)) return;
     if (rows_outer && !band.data) {

@@ -88,11 +88,14 @@ void Runtime::Impl::start_warm() {
   for (const detail::HotConfiguration& c : detail::load_hot_configurations(policy.cache_dir)) {
     detail::ConvGeometry g;
     if (!detail::make_conv_geometry(c.params, &g).ok()) continue;
+    const jit::SpecKey key = jit::make_spec_key(g, c.params.rank, c.activation == CONVJIT_ACT_RELU, jit::Isa::Avx2Fma,
+                                                policy.specialize_sizes);
+    // A saved configuration this version would decline (the file may come from another) is left to
+    // the detector, which declines it when it gets hot.
+    if (policy.decline_slower && !declined_because(g, key).empty()) continue;
     const uint64_t id = detail::configuration_id(c.params, c.activation, c.has_bias);
     bool inserted = false;
     ConfigSlot& slot = table_.find_or_insert(id, c.params, c.activation, c.has_bias, &inserted);
-    const jit::SpecKey key = jit::make_spec_key(g, c.params.rank, c.activation == CONVJIT_ACT_RELU, jit::Isa::Avx2Fma,
-                                                policy.specialize_sizes);
     warm_pending_.fetch_add(1);
     request_compile(slot, id, key, /*warm=*/true);
   }

@@ -6,7 +6,10 @@
 // bitwise equal to a generic-only runtime; the stats must say "failed" with the injected
 // message, count each failure once, and show no JIT call for the failed configurations.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -292,6 +295,37 @@ TEST(FaultInjection, RuntimeDeclinesDepthwiseBeforeAnyBackend) {
     EXPECT_EQ(c.state, "declined") << describe(c.dims);
     EXPECT_NE(c.failure.find("the generic kernel"), std::string::npos) << describe(c.dims) << ": " << c.failure;
   }
+}
+
+// A warm-start file (lib/warm_start.hpp) may list configurations this version declines (it may
+// come from another version): they are not compiled from it; the others are.
+TEST(FaultInjection, WarmStartSkipsDeclinedConfigurations) {
+  char dir[] = "/tmp/convjit-warm-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  {
+    std::ofstream file(std::string(dir) + "/hot-configurations");
+    file << "convjit-hot-configurations 1\n";
+    // rank layout mode batch in out groups, in_size kernel stride dilation pad_begin pad_end, relu bias
+    file << "2 0 0 1 16 16 16 20 24 3 3 1 1 1 1 1 1 1 1 0 0\n";  // NCHW depthwise 3x3: tier 0's own kernel
+    file << "2 0 0 1 4 8 1 20 24 3 3 1 1 1 1 1 1 1 1 0 0\n";     // dense: compiled
+  }
+  Policy policy = eager_policy();
+  policy.decline_slower = true;
+  policy.cache_dir = dir;
+  auto owned = std::make_unique<FailingBackend>(false, nullptr);
+  FailingBackend* backend = owned.get();
+  Runtime::Impl runtime(policy, std::move(owned), "");
+  // A call of the dense configuration waits for its warm compile, requested after the depthwise
+  // one would have been.
+  const Problem dense(conv(2, Layout::NCHW, 1, 4, 8, 1, {20, 24, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), 0xFA50, false,
+                      Activation::Identity);
+  detail::Status status;
+  const std::vector<float> y = run_impl(runtime, dense, &status);
+  ASSERT_TRUE(status.ok()) << status.message;
+  EXPECT_TRUE(dense.matches_reference(y, "y"));
+  // Asked for the dense key only (from the file, maybe again by the call after that failed).
+  EXPECT_EQ(backend->injected(), std::set<std::string>{"conv2d_fwd_f32_k3x3_s1__avx2"});
+  std::filesystem::remove_all(dir);
 }
 
 TEST(FaultInjection, VerboseLineReportsTheFailure) {

@@ -1,8 +1,8 @@
-// jit/backend.hpp's flattens_rows: stride-1 NCHW rows shorter than kFlatRowsBelow go to a row
-// kernel several whole rows at a time, over the band or x flattened, outputs on the padded grid in
-// scratch and the real ones copied out. Per backend, each input source the driver can flatten
-// (a band for W padding, x itself without padding) and the fallback (H padding only: row by
-// row), with dilation, 3D, the flipped mode, channel blocks that do not divide, and more threads:
+// jit/backend.hpp's flattens_rows: short stride-1 NCHW rows go to a row kernel several whole rows
+// at a time, over the band or x flattened, outputs on the padded grid in scratch and the real ones
+// copied out. Per backend, each input source the driver can flatten (a band where the rows read
+// padding, x itself where they do not) and rows it does not (mostly junk, one row per plane),
+// with dilation, 3D, the flipped mode, channel blocks that do not divide, and more threads:
 // against the oracle and bitwise against the generic tier, and the kernels must really have run.
 #include <gtest/gtest.h>
 
@@ -58,9 +58,10 @@ TEST(FlatRows, DriverJoinsShortRowsAndKeepsTheNumbers) {
   constexpr Layout C = Layout::NCHW;
   const Extent k3 = {3, 3, 1}, s1 = {1, 1, 1};
   const std::vector<ConvDims> joined = {
-      conv(2, C, 2, 3, 5, 1, {16, 12, 1}, k3),               // x itself
-      conv(2, C, 1, 4, 9, 1, {9, 7, 1}, k3, s1, {1, 1, 0}),  // a band
-      conv(2, C, 1, 2, 3, 1, {11, 9, 1}, {3, 2, 1}, s1, {2, 1, 0}, {2, 3, 1}, Mode::Convolution),
+      conv(2, C, 2, 3, 5, 1, {16, 12, 1}, k3),                 // x itself
+      conv(2, C, 1, 4, 9, 1, {9, 10, 1}, k3, s1, {1, 1, 0}),   // a band
+      conv(2, C, 1, 5, 4, 1, {12, 14, 1}, k3, s1, {1, 0, 0}),  // H padding only: a band
+      conv(2, C, 1, 2, 3, 1, {11, 20, 1}, {3, 2, 1}, s1, {2, 1, 0}, {2, 3, 1}, Mode::Convolution),
   };
   Runtime generic(generic_policy());
   convjit_conv_kernel kernel{};
@@ -91,12 +92,13 @@ TEST_P(FlatRows, ShortStrideOneRowsRunCompiledAndMatchGenericBitwise) {
       conv(2, C, 5, 1, 2, 1, {28, 28, 1}, k3),                                  // seed network: x itself
       conv(2, C, 2, 3, 3, 1, {22, 22, 1}, k3),                                  // 3 channels: a block of 3
       conv(2, C, 1, 16, 21, 1, {14, 14, 1}, k3, s1, {1, 1, 0}),                 // resnet_3x3_14-like: a band
-      conv(2, C, 1, 24, 10, 1, {7, 7, 1}, k3, s1, {1, 1, 0}),                   // resnet_3x3_7-like
-      conv(2, C, 2, 5, 9, 1, {9, 13, 1}, {3, 5, 1}, s1, {1, 2, 0}, {1, 2, 1}),  // dilated W
+      conv(2, C, 1, 24, 10, 1, {10, 10, 1}, k3, s1, {1, 1, 0}),                 // rows of 10: a band
+      conv(2, C, 1, 24, 10, 1, {7, 7, 1}, k3, s1, {1, 1, 0}),                   // 7 of 9 columns real: row by row
+      conv(2, C, 2, 5, 9, 1, {9, 13, 1}, {3, 5, 1}, s1, {1, 2, 0}, {1, 2, 1}),  // dilated W, 9 of 17: row by row
       conv(2, C, 1, 4, 6, 2, {12, 11, 1}, k3, s1, {0, 1, 0}, {2, 1, 1}, Mode::Convolution),  // groups, flip
-      conv(2, C, 1, 6, 5, 1, {15, 20, 1}, k3, s1, {1, 0, 0}),               // H padding only: row by row
-      conv(3, C, 1, 3, 7, 1, {5, 9, 10}, {3, 3, 3}, {2, 1, 1}, {1, 1, 1}),  // 3D, stride 2 along D
-      conv(1, C, 3, 4, 8, 1, {30, 1, 1}, {5, 1, 1}, s1, {2, 0, 0}),         // 1D: one row per tile
+      conv(2, C, 1, 6, 5, 1, {15, 20, 1}, k3, s1, {1, 0, 0}),                                // H padding only: a band
+      conv(3, C, 1, 3, 7, 1, {5, 9, 10}, {3, 3, 3}, {2, 1, 1}, {1, 1, 1}),                   // 3D, stride 2 along D
+      conv(1, C, 3, 4, 8, 1, {30, 1, 1}, {5, 1, 1}, s1, {2, 0, 0}),  // 1D: one row, not flattened
   };
   for (int threads : {1, 3}) {
     Policy policy = eager_policy(threads);
