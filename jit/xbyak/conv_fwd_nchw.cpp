@@ -16,6 +16,8 @@ using namespace Xbyak::util;
 
 alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 
+constexpr int kMaxVectors = 6;  // plan_nchw's widest block
+
 #define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
 #define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
 
@@ -133,12 +135,13 @@ class Generator : public CodeGenerator {
 
   // The segment's n = ceil(pixels / 8) vectors go in blocks of the plan's size and, where n does
   // not divide, of 2 (3-vector plans split n = 4 as 2 + 2 and 5 as 3 + 2: no block is mostly
-  // overlap). The block that reaches the segment's end is moved back to end at its last pixel,
-  // recomputing (bitwise the same) a few outputs; a block is only moved back within a segment at
-  // least its size. Segments have at least min_row_pixels = 16, so the code holds two block sizes.
+  // overlap; wider plans take segments shorter than one of their blocks 2 vectors at a time). The
+  // block that reaches the segment's end is moved back to end at its last pixel, recomputing
+  // (bitwise the same) a few outputs; a block is only moved back within a segment at least its
+  // size. Segments have at least min_row_pixels = 16, so the code holds two block sizes.
   void emit_pixel_loop() {
     Label next_block, done;
-    Label block_of[4];  // entry of the code for a block of v vectors
+    Label block_of[kMaxVectors + 1];  // entry of the code for a block of v vectors
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     mov(reg_y, local(kYBlock));
@@ -160,8 +163,12 @@ class Generator : public CodeGenerator {
       // n = 3 and a partial last vector: a 3-vector block moved back needs a 24-pixel segment.
       cmp(local(kPixels), 24);
       jl(block_of[2], T_NEAR);
+    } else if (plan_.vectors > 3) {
+      cmp(local(kPixels), 8 * plan_.vectors);
+      jl(block_of[2], T_NEAR);
     }
     for (int vectors = plan_.vectors; vectors >= 2; --vectors) {
+      if (vectors != plan_.vectors && vectors != 2) continue;
       Label whole;
       L(block_of[vectors]);
       cmp(reg_pixels_left, 8 * vectors);
@@ -335,9 +342,9 @@ NchwPlan plan_nchw(const SpecKey& key) {
   // Accumulators + inputs + the weight broadcast fill at most the 16 ymm; stride 2 needs three more
   // (shuffle temporaries, mask), so its accumulators + inputs stay within 12.
   switch (key.oc_class) {
-    case 1: return {1, 3};
-    case 2: return {2, 3};
-    case 3: return {3, 2};
+    case 1: return {1, 6};
+    case 2: return {2, 4};
+    case 3: return {3, 3};
     default: return key.stride[2] == 1 ? NchwPlan{4, 3} : NchwPlan{4, 2};  // 12 FMAs per 7 loads, or 8 per 6
   }
 }

@@ -10,7 +10,7 @@
 namespace convjit::jit::xbyak {
 
 // Register blocking of the NCHW kernel: oc_block output channels (the key's channel class)
-// x vectors ymm of 8 pixels, at most 12 accumulators.
+// x vectors ymm of 8 pixels, at most 12 accumulators (and inputs, at stride 2).
 struct NchwPlan {
   int oc_block, vectors;
 };
