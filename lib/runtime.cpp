@@ -153,10 +153,14 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
 
   const convjit_conv_kernel* specialized = nullptr;
   if (backend_) {
-    const jit::SpecKey key = jit::make_spec_key(g, params->rank, relu, jit::Isa::Avx2Fma, policy.specialize_sizes);
+    // The key only where a kernel is asked for or checked: calls that stay generic skip it.
+    auto key_of_call = [&] {
+      return jit::make_spec_key(g, params->rank, relu, jit::Isa::Avx2Fma, policy.specialize_sizes);
+    };
     const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
     if (!kernel && calls >= policy.hot_threshold &&
         slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
+      const jit::SpecKey key = key_of_call();
       if (std::string reason = policy.decline_slower ? declined_because(g, key) : std::string(); !reason.empty()) {
         decline(slot, id, reason);
       } else {
@@ -169,7 +173,7 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
       wait_for_slot(slot);  // its warm-start compile is on the way: tens of microseconds
       kernel = slot.kernel.load(std::memory_order_acquire);
     }
-    if (kernel && kernel->key == key) specialized = &kernel->kernel;  // else a recycled slot's
+    if (kernel && kernel->key == key_of_call()) specialized = &kernel->kernel;  // else a recycled slot's
   }
 
   // Each tier's first call and every kSampleEvery-th after it are timed.
