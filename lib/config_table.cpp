@@ -1,12 +1,25 @@
 #include "lib/config_table.hpp"
 
+#include <array>
+
 namespace convjit::detail {
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
+// Per field of a configuration, an odd multiplier (splitmix64's sequence): configuration_id sums
+// the fields' products, independent multiplies instead of one chain of 27 dependent steps (which
+// was about half of a call's ~50 ns dispatch).
+constexpr int kIdFields = 9 + 6 * 3;
+constexpr std::array<uint64_t, kIdFields> kFieldMultipliers = [] {
+  std::array<uint64_t, kIdFields> m{};
+  uint64_t state = 0x243f6a8885a308d3ull;
+  for (uint64_t& k : m) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    k = (z ^ (z >> 31)) | 1;
+  }
+  return m;
+}();
 
 int64_t round_up_power_of_two(int64_t n) {
   int64_t p = 16;
@@ -17,16 +30,21 @@ int64_t round_up_power_of_two(int64_t n) {
 }  // namespace
 
 uint64_t configuration_id(const convjit_conv_params& p, int32_t activation, bool has_bias) {
-  uint64_t h = 0x243f6a8885a308d3ull;
+  uint64_t h = 0;
+  int i = 0;
   for (int64_t v : {int64_t(p.rank), int64_t(p.layout), int64_t(p.mode), p.batch, p.in_channels, p.out_channels,
                     p.groups, int64_t(activation), int64_t(has_bias)}) {
-    h = mix(h, uint64_t(v));
+    h += uint64_t(v) * kFieldMultipliers[size_t(i++)];
   }
   for (int d = 0; d < p.rank && d < 3; ++d) {
     for (int64_t v : {p.in_size[d], p.kernel[d], p.stride[d], p.dilation[d], p.pad_begin[d], p.pad_end[d]}) {
-      h = mix(h, uint64_t(v));
+      h += uint64_t(v) * kFieldMultipliers[size_t(i++)];
     }
   }
+  // Mix the high bits into the low ones (the table's index).
+  h ^= h >> 32;
+  h *= 0x9e3779b97f4a7c15ull;
+  h ^= h >> 29;
   return h == 0 ? 1 : h;
 }
 
