@@ -135,7 +135,7 @@ class Generator : public CodeGenerator {
 
   // The segment's n = ceil(pixels / 8) vectors go in blocks of the plan's size and, where n does
   // not divide, of 2 (3-vector plans split n = 4 as 2 + 2 and 5 as 3 + 2: no block is mostly
-  // overlap; wider plans take segments shorter than one of their blocks 2 vectors at a time). The
+  // overlap; wider plans take what is left after their whole blocks 2 vectors at a time). The
   // block that reaches the segment's end is moved back to end at its last pixel, recomputing
   // (bitwise the same) a few outputs; a block is only moved back within a segment at least its
   // size. Segments have at least min_row_pixels = 16, so the code holds two block sizes.
@@ -163,8 +163,8 @@ class Generator : public CodeGenerator {
       // n = 3 and a partial last vector: a 3-vector block moved back needs a 24-pixel segment.
       cmp(local(kPixels), 24);
       jl(block_of[2], T_NEAR);
-    } else if (plan_.vectors > 3) {
-      cmp(local(kPixels), 8 * plan_.vectors);
+    } else if (plan_.vectors > 3) {  // whole blocks, then the rest 2 vectors at a time
+      cmp(reg_pixels_left, 8 * plan_.vectors);
       jl(block_of[2], T_NEAR);
     }
     for (int vectors = plan_.vectors; vectors >= 2; --vectors) {

@@ -4,13 +4,13 @@
 // built under ThreadSanitizer) can include it.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "convjit/runtime.hpp"
 #include "reference/reference.hpp"
@@ -129,15 +129,15 @@ inline ConvDims conv(int32_t rank, Layout layout, int64_t batch, int64_t in_chan
 // generic tile (conv_tile_abi.h: min_row_pixels), so a compiled kernel runs only on long rows.
 inline ConvDims widen_rows(ConvDims d, int64_t min_out_w) {
   const size_t w = size_t(d.rank - 1);
-  const int64_t needed = (min_out_w - 1) * d.stride[w] + d.dilation[w] * (d.kernel[w] - 1) + 1 - d.pad_begin[w] -
-                         d.pad_end[w];
+  const int64_t needed =
+      (min_out_w - 1) * d.stride[w] + d.dilation[w] * (d.kernel[w] - 1) + 1 - d.pad_begin[w] - d.pad_end[w];
   if (d.in_size[w] < needed) d.in_size[w] = needed;
   return d;
 }
 
 // Output rows long enough for every row kernel's block (the largest is NCHW with one output
-// channel per group: 32 pixels).
-inline constexpr int64_t kLongRow = 40;
+// channel per group: 48 pixels) and a tail after it.
+inline constexpr int64_t kLongRow = 56;
 
 // The support generator's sweep with every problem's rows widened to kLongRow, dropping the
 // ones that become heavier than max_multiply_adds, until `count` remain.
@@ -157,9 +157,9 @@ inline std::vector<ConvDims> long_row_sweep(uint64_t seed, int count, int64_t ma
 
 }  // namespace convjit::testing::jit
 
-#define CONVJIT_SKIP_WITHOUT_BACKEND(runtime)                                                       \
-  do {                                                                                              \
-    const ::convjit::RuntimeStats skip_stats_ = (runtime).stats();                                  \
-    if (skip_stats_.backend == "none")                                                              \
-      GTEST_SKIP() << "no JIT backend on this host: " << skip_stats_.backend_unavailable_reason;    \
+#define CONVJIT_SKIP_WITHOUT_BACKEND(runtime)                                                    \
+  do {                                                                                           \
+    const ::convjit::RuntimeStats skip_stats_ = (runtime).stats();                               \
+    if (skip_stats_.backend == "none")                                                           \
+      GTEST_SKIP() << "no JIT backend on this host: " << skip_stats_.backend_unavailable_reason; \
   } while (0)
