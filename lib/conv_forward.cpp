@@ -91,7 +91,7 @@ bool run_flat_rows(const ConvGeometry& g, const ConvGeometry& grid_g, const conv
   const int64_t rows = tile.pixel_count / g.out[2];
   convjit_conv_tile flat = tile;
   int64_t pitch = 0;
-  if (!flat_view(g, band, tile, rows, &flat, &pitch)) return false;
+  if (!flat_view(g, band, tile, &flat, &pitch)) return false;
   flat.ow = 0;
   flat.pixel_count = (rows - 1) * pitch + g.out[2];
   const int64_t grid_floats = grid_g.y.channel;
@@ -119,12 +119,13 @@ bool run_flat_rows(const ConvGeometry& g, const ConvGeometry& grid_g, const conv
 }
 
 // Whether some tap reads padding: only then are some row views copies.
-bool reads_padding(const ConvGeometry& g) {
+bool any_tap_reads_padding(const ConvGeometry& g) {
+  int64_t origin[3], extent[3];
   for (int d = 0; d < 3; ++d) {
-    const int64_t last_tap = (g.out[d] - 1) * g.stride[d] + (g.kernel[d] - 1) * g.dilation[d] - g.pad_begin[d];
-    if (g.pad_begin[d] > 0 || last_tap >= g.in[d]) return true;
+    origin[d] = -g.pad_begin[d];
+    extent[d] = (g.out[d] - 1) * g.stride[d] + (g.kernel[d] - 1) * g.dilation[d] + 1;
   }
-  return false;
+  return reads_padding(g, origin, extent);
 }
 
 // A row kernel without prepare takes any channel count and loops over channel blocks inside each
@@ -242,7 +243,7 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
   const int64_t view_floats = g.ic_per_group * g.kernel[0] * g.kernel[1] *
                               ((g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
   const bool rows_outer =
-      prepared && specialized->row_kernel && reads_padding(g) && view_floats > g.reduction * oc_block;
+      prepared && specialized->row_kernel && any_tap_reads_padding(g) && view_floats > g.reduction * oc_block;
   const int64_t prepared_floats = prepared ? g.reduction * oc_block : 0;
 
   parallel_for(threads, g.batch * g.groups * g.out[0] * tiling.tasks(), g.flops(), [&](int64_t task) {

@@ -28,21 +28,38 @@ void copy_padded_row(const ConvGeometry& g, const float* x, int64_t id, int64_t 
   std::fill(dst + last * icg, dst + span * icg, 0.0f);
 }
 
+// Whether input coordinates [origin, origin + extent) along dim d leave x.
+bool leaves_input(const ConvGeometry& g, int d, int64_t origin, int64_t extent) {
+  return origin < 0 || origin + extent > g.in[d];
+}
+
+// The input every row of a tile reads, full width: the box [origin, origin + extent) in (D, H, W).
+void tile_rows_input(const ConvGeometry& g, const convjit_conv_tile& tile, int64_t origin[3], int64_t extent[3]) {
+  const int64_t oh_last = tile.oh + (tile.ow + tile.pixel_count - 1) / g.out[2];
+  origin[0] = tile.od * g.stride[0] - g.pad_begin[0];
+  origin[1] = tile.oh * g.stride[1] - g.pad_begin[1];
+  origin[2] = -g.pad_begin[2];
+  extent[0] = (g.kernel[0] - 1) * g.dilation[0] + 1;
+  extent[1] = (oh_last - tile.oh) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
+  extent[2] = (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1;
+}
+
 }  // namespace
+
+bool reads_padding(const ConvGeometry& g, const int64_t origin[3], const int64_t extent[3]) {
+  for (int d = 0; d < 3; ++d) {
+    if (leaves_input(g, d, origin[d], extent[d])) return true;
+  }
+  return false;
+}
 
 InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile, bool flat) {
   InputBand band;
   float* scratch = tile.scratch;
   const int64_t capacity = tile.scratch_floats / 2;
-  const int64_t oh_last = tile.oh + (tile.ow + tile.pixel_count - 1) / g.out[2];
-  const int64_t origin[3] = {tile.od * g.stride[0] - g.pad_begin[0], tile.oh * g.stride[1] - g.pad_begin[1],
-                             -g.pad_begin[2]};
-  const int64_t extent[3] = {(g.kernel[0] - 1) * g.dilation[0] + 1,
-                             (oh_last - tile.oh) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1,
-                             (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1};
-  bool reads_padding[3];
-  for (int d = 0; d < 3; ++d) reads_padding[d] = origin[d] < 0 || origin[d] + extent[d] > g.in[d];
-  const bool wanted = reads_padding[2] || (flat && (reads_padding[0] || reads_padding[1]));
+  int64_t origin[3], extent[3];
+  tile_rows_input(g, tile, origin, extent);
+  const bool wanted = flat ? reads_padding(g, origin, extent) : leaves_input(g, 2, origin[2], extent[2]);
   const int64_t icg = g.ic_per_group;
   if (!wanted || icg * extent[0] * extent[1] * extent[2] + 15 > capacity) return band;
   const bool nchw = g.layout == CONVJIT_NCHW;
@@ -78,9 +95,7 @@ bool make_view(const ConvGeometry& g, const InputBand& band, const float* x, int
   }
   const int64_t extent[3] = {(kd_n - 1) * g.dilation[0] + 1, (kh_n - 1) * g.dilation[1] + 1,
                              (count - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1};
-  bool inside = true;
-  for (int d = 0; d < 3; ++d) inside &= origin[d] >= 0 && origin[d] + extent[d] <= g.in[d];
-  if (inside) {
+  if (!reads_padding(g, origin, extent)) {
     view->x = x + origin[0] * g.x.spatial[0] + origin[1] * g.x.spatial[1] + origin[2] * g.x.spatial[2];
     view->view_channel = g.x.channel;
     view->view_position = g.x.spatial[2];
@@ -112,25 +127,15 @@ int64_t max_segment_pixels(const ConvGeometry& g, const InputBand& band, const c
   return positions < 1 ? 1 : (positions - 1) / g.stride[2] + 1;
 }
 
-bool flat_view(const ConvGeometry& g, const InputBand& band, const convjit_conv_tile& tile, int64_t rows,
-               convjit_conv_tile* view, int64_t* pitch) {
-  if (band.data) {
-    make_view(g, band, tile.x, tile.od, tile.oh, 0, g.out[2], nullptr, 0, view);
-    *pitch = band.row;
-    return true;
+bool flat_view(const ConvGeometry& g, const InputBand& band, const convjit_conv_tile& tile, convjit_conv_tile* view,
+               int64_t* pitch) {
+  if (!band.data) {  // x itself, where no tap of the rows reads padding
+    int64_t origin[3], extent[3];
+    tile_rows_input(g, tile, origin, extent);
+    if (reads_padding(g, origin, extent)) return false;
   }
-  const int64_t origin[3] = {tile.od * g.stride[0] - g.pad_begin[0], tile.oh - g.pad_begin[1], -g.pad_begin[2]};
-  const int64_t extent[3] = {(g.kernel[0] - 1) * g.dilation[0] + 1, rows + (g.kernel[1] - 1) * g.dilation[1],
-                             g.out[2] + (g.kernel[2] - 1) * g.dilation[2]};
-  for (int d = 0; d < 3; ++d) {
-    if (origin[d] < 0 || origin[d] + extent[d] > g.in[d]) return false;
-  }
-  view->x = tile.x + origin[0] * g.x.spatial[0] + origin[1] * g.x.spatial[1] + origin[2] * g.x.spatial[2];
-  view->view_channel = g.x.channel;
-  view->view_position = 1;
-  view->view_tap_row = g.dilation[1] * g.x.spatial[1];
-  view->view_tap_plane = g.dilation[0] * g.x.spatial[0];
-  *pitch = g.x.spatial[1];
+  make_view(g, band, tile.x, tile.od, tile.oh, 0, g.out[2], nullptr, 0, view);
+  *pitch = band.data ? band.row : g.x.spatial[1];
   return true;
 }
 

@@ -11,6 +11,9 @@
 
 namespace convjit::detail {
 
+// Whether the input box [origin, origin + extent) in (D, H, W) coordinates reads padding.
+bool reads_padding(const ConvGeometry& g, const int64_t origin[3], const int64_t extent[3]);
+
 // A zero-padded copy of everything a tile's rows read (the group's channels, od's tap planes, the
 // rows' tap rows, the padded width), made when the rows reach into the W padding (a flattened tile:
 // into any padding): then every row needs a padded view, and one copy of each input beats one per
@@ -42,8 +45,8 @@ int64_t max_segment_pixels(const ConvGeometry& g, const InputBand& band, const c
 // The input of a tile's whole rows as one flattened row: the band's, or x's where no tap of the
 // rows reads padding. Sets *view's input fields and *pitch (floats from one row to the next);
 // false when neither serves (the tile then goes row by row).
-bool flat_view(const ConvGeometry& g, const InputBand& band, const convjit_conv_tile& tile, int64_t rows,
-               convjit_conv_tile* view, int64_t* pitch);
+bool flat_view(const ConvGeometry& g, const InputBand& band, const convjit_conv_tile& tile, convjit_conv_tile* view,
+               int64_t* pitch);
 
 // The row segments of a tile, each at most max_pixels long (split evenly, so no piece is much
 // shorter than the rest): fn(oh, ow, count, done), done = pixels of the tile before it.
