@@ -104,26 +104,6 @@ inline int64_t count_state(const RuntimeStats& stats, const std::string& state) 
   return n;
 }
 
-// A 2D (or, with rank 1/3, 1D/3D) problem in one line. Spatial entries outermost first.
-inline ConvDims conv(int32_t rank, Layout layout, int64_t batch, int64_t in_channels, int64_t out_channels,
-                     int64_t groups, Extent in, Extent kernel, Extent stride = {1, 1, 1}, Extent pad = {0, 0, 0},
-                     Extent dilation = {1, 1, 1}, Mode mode = Mode::CrossCorrelation) {
-  ConvDims d;
-  d.rank = rank;
-  d.layout = layout;
-  d.mode = mode;
-  d.batch = batch;
-  d.in_channels = in_channels;
-  d.out_channels = out_channels;
-  d.groups = groups;
-  d.in_size = in;
-  d.kernel = kernel;
-  d.stride = stride;
-  d.dilation = dilation;
-  d.pad_begin = d.pad_end = pad;
-  return d;
-}
-
 // The dims with the input widened along W (the last spatial dim) so that output rows have at
 // least min_out_w pixels. Row kernels hand segments shorter than their pixel block to the
 // generic tile (conv_tile_abi.h: min_row_pixels), so a compiled kernel runs only on long rows.

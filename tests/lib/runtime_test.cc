@@ -3,6 +3,8 @@
 // refused or fails never changes a result; weights are read at every call on every tier; the
 // hot threshold, async compiles, concurrent callers and evicted configurations all keep results
 // right. A host without a usable backend skips only the tests that need one.
+#include "convjit/runtime.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,7 +14,6 @@
 #include <optional>
 #include <thread>
 
-#include "convjit/runtime.hpp"
 #include "reference/reference.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
@@ -81,9 +82,9 @@ int64_t count_state(const RuntimeStats& stats, const std::string& state) {
   return n;
 }
 
-#define SKIP_WITHOUT_BACKEND(runtime)                                                               \
-  do {                                                                                              \
-    const RuntimeStats s_ = (runtime).stats();                                                      \
+#define SKIP_WITHOUT_BACKEND(runtime)                                                                           \
+  do {                                                                                                          \
+    const RuntimeStats s_ = (runtime).stats();                                                                  \
     if (s_.backend == "none") GTEST_SKIP() << "no JIT backend on this host: " << s_.backend_unavailable_reason; \
   } while (0)
 
@@ -115,8 +116,8 @@ TEST(Runtime, CompiledTiersMatchReferenceAndGenericBitwise) {
       const char* name = r == &eager ? "eager" : "sized";
       const std::vector<float> y = p.run(*r);
       const auto close = p.matches_reference(y, std::string(name) + " y");
-      const auto same = bitwise_equal(std::string(name) + " vs generic", y, y_generic, conv_output_shape(p.dims),
-                                      describe(p.dims));
+      const auto same =
+          bitwise_equal(std::string(name) + " vs generic", y, y_generic, conv_output_shape(p.dims), describe(p.dims));
       EXPECT_TRUE(close) << "case " << i;
       EXPECT_TRUE(same) << "case " << i;
       failures += !close || !same;
@@ -127,8 +128,8 @@ TEST(Runtime, CompiledTiersMatchReferenceAndGenericBitwise) {
     const RuntimeStats stats = r->stats();
     int64_t jit_calls = 0;
     for (const ConfigStats& c : stats.configurations) jit_calls += c.calls_jit;
-    EXPECT_GE(jit_calls, int64_t(shapes.size()) / 3) << "compiled " << stats.compiles << ", failed "
-                                                     << stats.compile_failures;
+    EXPECT_GE(jit_calls, int64_t(shapes.size()) / 3)
+        << "compiled " << stats.compiles << ", failed " << stats.compile_failures;
   }
 }
 
@@ -158,8 +159,8 @@ TEST_P(RuntimeBackend, CompiledKernelsMatchReferenceAndGenericBitwise) {
   const RuntimeStats stats = runtime.stats();
   int64_t jit_calls = 0;
   for (const ConfigStats& c : stats.configurations) jit_calls += c.calls_jit;
-  EXPECT_GE(jit_calls, int64_t(shapes.size()) / 4) << stats.backend << ": compiled " << stats.compiles
-                                                   << ", failed " << stats.compile_failures;
+  EXPECT_GE(jit_calls, int64_t(shapes.size()) / 4)
+      << stats.backend << ": compiled " << stats.compiles << ", failed " << stats.compile_failures;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RuntimeBackend, ::testing::Values(Backend::Xbyak, Backend::Llvm),
@@ -175,19 +176,10 @@ TEST(Runtime, ReluKeepsNaNOnEveryTier) {
   Runtime eager(eager_policy());
   SKIP_WITHOUT_BACKEND(eager);
   auto dims = [](Layout layout, int64_t channels, int64_t out_channels, int64_t groups) {
-    ConvDims d;
-    d.layout = layout;
-    d.in_channels = channels;
-    d.out_channels = out_channels;
-    d.groups = groups;
-    d.in_size = {12, 21, 1};
-    d.kernel = {3, 3, 1};
-    d.pad_begin = d.pad_end = {1, 1, 0};
-    return d;
+    return conv(2, layout, 1, channels, out_channels, groups, {12, 21, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0});
   };
-  for (const ConvDims& d : {dims(Layout::NHWC, 16, 16, 16), dims(Layout::NCHW, 16, 16, 16),
-                            dims(Layout::NCHW, 3, 5, 1), dims(Layout::NHWC, 3, 5, 1), dims(Layout::NHWC, 8, 24, 1),
-                            dims(Layout::NCHW, 8, 24, 1)}) {
+  for (const ConvDims& d : {dims(Layout::NHWC, 16, 16, 16), dims(Layout::NCHW, 16, 16, 16), dims(Layout::NCHW, 3, 5, 1),
+                            dims(Layout::NHWC, 3, 5, 1), dims(Layout::NHWC, 8, 24, 1), dims(Layout::NCHW, 8, 24, 1)}) {
     Rng rng(0x4E0E);
     std::vector<float> x = random_floats(rng, ref::conv_input_elements(d));
     const std::vector<float> w = random_floats(rng, ref::conv_weight_elements(d));
@@ -216,11 +208,7 @@ TEST(Runtime, BiasIsReadOnlyForRealChannels) {
   void* pages = mmap(nullptr, size_t(2 * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(pages, MAP_FAILED);
   ASSERT_EQ(mprotect(static_cast<char*>(pages) + page, size_t(page), PROT_NONE), 0);
-  ConvDims d;
-  d.in_channels = 2;
-  d.out_channels = 5;
-  d.in_size = {6, 47, 1};
-  d.kernel = {1, 3, 1};
+  const ConvDims d = conv(2, Layout::NCHW, 1, 2, 5, 1, {6, 47, 1}, {1, 3, 1});
   float* bias = reinterpret_cast<float*>(static_cast<char*>(pages) + page) - d.out_channels;  // ends at the guard
   Rng rng(0x4E0F);
   for (int64_t c = 0; c < d.out_channels; ++c) bias[c] = float(c) - 2.0f;
@@ -241,15 +229,8 @@ TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
   Runtime generic(generic_policy());
   Runtime eager(eager_policy());
   SKIP_WITHOUT_BACKEND(eager);
-  ConvDims nhwc;
-  nhwc.layout = Layout::NHWC;
-  nhwc.batch = 2;
-  nhwc.in_channels = 3;
-  nhwc.out_channels = 5;
-  nhwc.in_size = {17, 29, 1};
-  nhwc.kernel = {3, 3, 1};
-  nhwc.pad_begin = {1, 2, 0};
-  nhwc.pad_end = {0, 1, 0};
+  ConvDims nhwc = conv(2, Layout::NHWC, 2, 3, 5, 1, {17, 29, 1}, {3, 3, 1}, {1, 1, 1}, {1, 2, 0});
+  nhwc.pad_end = {0, 1, 0};  // asymmetric
   const Problem p(nhwc, 0x4E0C);
   const std::vector<float> y_generic = p.run(generic);
   const std::vector<float> y_jit = p.run(eager);
@@ -269,11 +250,7 @@ TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
 TEST(Runtime, CompiledTierReadsWeightsUpdatedInPlace) {
   Runtime eager(eager_policy());
   SKIP_WITHOUT_BACKEND(eager);
-  ConvDims d;
-  d.in_channels = 3;
-  d.out_channels = 8;
-  d.in_size = {9, 12, 1};
-  d.kernel = {3, 3, 1};
+  const ConvDims d = conv(2, Layout::NCHW, 1, 3, 8, 1, {9, 12, 1}, {3, 3, 1});
   Problem p(d, 0x4E03);
   for (int step = 0; step < 4; ++step) {
     p.want = ref::conv_forward(d, p.x.data(), p.w.data(), p.bias_ptr(), p.activation);
@@ -292,11 +269,7 @@ TEST(Runtime, HotThresholdDelaysTheCompile) {
   policy.hot_threshold = 3;
   Runtime runtime(policy);
   SKIP_WITHOUT_BACKEND(runtime);
-  ConvDims d;
-  d.in_channels = 2;
-  d.out_channels = 4;
-  d.in_size = {10, 10, 1};
-  d.kernel = {3, 3, 1};
+  const ConvDims d = conv(2, Layout::NCHW, 1, 2, 4, 1, {10, 10, 1}, {3, 3, 1});
   const Problem p(d, 0x4E04);
   EXPECT_TRUE(p.matches_reference(p.run(runtime), "call 1"));
   const std::optional<ConfigStats> first = find_config(runtime.stats(), d);
@@ -353,8 +326,8 @@ TEST(Runtime, AsyncCompilesArriveAndAgree) {
   EXPECT_EQ(count_state(runtime.stats(), "queued"), 0);
   for (const Problem& p : problems) {
     const std::vector<float> y = p.run(runtime);
-    EXPECT_TRUE(bitwise_equal("after compile vs generic", y, p.run(generic), conv_output_shape(p.dims),
-                              describe(p.dims)));
+    EXPECT_TRUE(
+        bitwise_equal("after compile vs generic", y, p.run(generic), conv_output_shape(p.dims), describe(p.dims)));
   }
   EXPECT_GE(count_state(runtime.stats(), "jit"), int64_t(shapes.size()) / 3);
 }
@@ -367,14 +340,7 @@ TEST(Runtime, ConcurrentCallersShareOneCompile) {
   policy.num_threads = 1;
   Runtime runtime(policy);
   SKIP_WITHOUT_BACKEND(runtime);
-  ConvDims d;
-  d.layout = Layout::NHWC;
-  d.batch = 2;
-  d.in_channels = 8;
-  d.out_channels = 16;
-  d.in_size = {12, 12, 1};
-  d.kernel = {3, 3, 1};
-  d.pad_begin = d.pad_end = {1, 1, 0};
+  const ConvDims d = conv(2, Layout::NHWC, 2, 8, 16, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0});
   const Problem p(d, 0x4E07);
   std::vector<int> bad(4, 0);
   std::vector<std::thread> threads;

@@ -40,7 +40,9 @@ SpatialDim random_spatial_dim(Rng& rng, int32_t rank, int64_t max_window, int64_
   return d;
 }
 
-int64_t product(const Extent& e) { return e[0] * e[1] * e[2]; }
+int64_t product(const Extent& e) {
+  return e[0] * e[1] * e[2];
+}
 
 }  // namespace
 
@@ -72,8 +74,7 @@ ConvDims random_conv(Rng& rng, int32_t rank, Layout layout, Mode mode, const Sha
     } else if (kind < 0.7) {  // depthwise, with a channel multiplier
       d.in_channels = rng.uniform_int(1, limits.max_channels);
       d.groups = d.in_channels;
-      const int64_t max_multiplier =
-          std::clamp<int64_t>(limits.max_channels / d.in_channels, 1, limits.max_multiplier);
+      const int64_t max_multiplier = std::clamp<int64_t>(limits.max_channels / d.in_channels, 1, limits.max_multiplier);
       d.out_channels = d.in_channels * rng.uniform_int(1, max_multiplier);
     } else {  // grouped
       d.groups = rng.uniform_int(2, limits.max_groups);
@@ -146,13 +147,12 @@ std::vector<PoolDims> random_pool_sweep(uint64_t seed, int count, const ShapeLim
   return cases;
 }
 
-namespace {
-
 ConvDims conv(int32_t rank, Layout layout, int64_t batch, int64_t in_channels, int64_t out_channels, int64_t groups,
-              Extent in, Extent kernel, Extent stride, Extent pad, Extent dilation = {1, 1, 1}) {
+              Extent in, Extent kernel, Extent stride, Extent pad, Extent dilation, Mode mode) {
   ConvDims d;
   d.rank = rank;
   d.layout = layout;
+  d.mode = mode;
   d.batch = batch;
   d.in_channels = in_channels;
   d.out_channels = out_channels;
@@ -165,22 +165,20 @@ ConvDims conv(int32_t rank, Layout layout, int64_t batch, int64_t in_channels, i
   return d;
 }
 
-}  // namespace
-
 std::vector<ConvDims> larger_conv_shapes() {
   constexpr Layout C = Layout::NCHW, L = Layout::NHWC;
   std::vector<ConvDims> shapes = {
-      conv(2, C, 5, 1, 2, 1, {28, 28, 1}, {3, 3, 1}, {1, 1, 1}, {0, 0, 0}),        // seed network, layer 1
+      conv(2, C, 5, 1, 2, 1, {28, 28, 1}, {3, 3, 1}, {1, 1, 1}, {0, 0, 0}),  // seed network, layer 1
       conv(2, C, 2, 32, 48, 1, {17, 19, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}),
       conv(2, L, 2, 32, 48, 1, {17, 19, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}),
-      conv(2, C, 1, 64, 64, 1, {14, 14, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}),      // 1x1
+      conv(2, C, 1, 64, 64, 1, {14, 14, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}),  // 1x1
       conv(2, L, 1, 64, 64, 1, {14, 14, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}),
-      conv(2, C, 1, 3, 16, 1, {40, 40, 1}, {7, 7, 1}, {2, 2, 1}, {3, 3, 0}),       // strided stem
+      conv(2, C, 1, 3, 16, 1, {40, 40, 1}, {7, 7, 1}, {2, 2, 1}, {3, 3, 0}),  // strided stem
       conv(2, L, 1, 3, 16, 1, {40, 40, 1}, {7, 7, 1}, {2, 2, 1}, {3, 3, 0}),
-      conv(2, C, 2, 32, 64, 32, {15, 15, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}),     // depthwise x2
+      conv(2, C, 2, 32, 64, 32, {15, 15, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}),  // depthwise x2
       conv(2, L, 2, 32, 64, 32, {15, 15, 1}, {3, 3, 1}, {2, 2, 1}, {1, 1, 0}),
       conv(2, L, 1, 24, 24, 4, {12, 33, 1}, {3, 5, 1}, {1, 1, 1}, {1, 2, 0}, {2, 1, 1}),
-      conv(1, C, 2, 16, 20, 1, {300, 1, 1}, {5, 1, 1}, {1, 1, 1}, {2, 0, 0}),      // long rows
+      conv(1, C, 2, 16, 20, 1, {300, 1, 1}, {5, 1, 1}, {1, 1, 1}, {2, 0, 0}),  // long rows
       conv(1, L, 2, 16, 20, 1, {300, 1, 1}, {5, 1, 1}, {3, 1, 1}, {2, 0, 0}, {2, 1, 1}),
       conv(3, C, 1, 8, 8, 1, {8, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}),
       conv(3, L, 1, 8, 12, 2, {6, 9, 10}, {3, 1, 3}, {1, 2, 1}, {0, 1, 1}),

@@ -21,10 +21,10 @@ namespace convjit::testing {
 struct ShapeLimits {
   int64_t max_batch = 3;
   int64_t max_channels = 13;
-  int64_t max_groups = 4;            // besides depthwise (groups == in_channels)
-  int64_t max_multiplier = 3;        // depthwise channel multiplier (out = in * multiplier)
-  int64_t max_kernel = 7;            // ranks 1 and 2
-  int64_t max_kernel_3d = 3;         // rank 3 (keeps 3D cheap)
+  int64_t max_groups = 4;      // besides depthwise (groups == in_channels)
+  int64_t max_multiplier = 3;  // depthwise channel multiplier (out = in * multiplier)
+  int64_t max_kernel = 7;      // ranks 1 and 2
+  int64_t max_kernel_3d = 3;   // rank 3 (keeps 3D cheap)
   int64_t max_stride = 3;
   int64_t max_dilation = 3;
   int64_t max_dilation_3d = 2;
@@ -35,6 +35,11 @@ struct ShapeLimits {
 // Limits for a smaller sweep with many channels (vectorized channel loops, several register
 // blocks of output channels) and proportionally smaller images.
 ShapeLimits wide_channel_limits();
+
+// A problem in one line: spatial entries outermost first, the same padding at both ends.
+ConvDims conv(int32_t rank, Layout layout, int64_t batch, int64_t in_channels, int64_t out_channels, int64_t groups,
+              Extent in, Extent kernel, Extent stride = {1, 1, 1}, Extent pad = {0, 0, 0}, Extent dilation = {1, 1, 1},
+              Mode mode = Mode::CrossCorrelation);
 
 // One random convolution of the given rank, layout and mode.
 ConvDims random_conv(Rng& rng, int32_t rank, Layout layout, Mode mode, const ShapeLimits& limits = {});
