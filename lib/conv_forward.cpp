@@ -227,10 +227,13 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
   const ForwardTiling tiling = plan_forward(g, threads, !specialized && generic == conv_tile_generic,
                                             prepared ? specialized->oc_block : kTileRows, flat, packs_more_weights);
   // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
-  // band's (the padded row), whichever is longer.
-  ConvGeometry grid_g = g;
-  grid_g.y.channel =
-      tiling.pixel_tile / g.out[2] * std::max(g.x.spatial[1], g.out[2] + (g.kernel[2] - 1) * g.dilation[2]);
+  // band's (the padded row), whichever is longer. Made only for them (a copy of the problem).
+  ConvGeometry grid_g;
+  if (flat) {
+    grid_g = g;
+    grid_g.y.channel =
+        tiling.pixel_tile / g.out[2] * std::max(g.x.spatial[1], g.out[2] + (g.kernel[2] - 1) * g.dilation[2]);
+  }
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t oc_block = prepared                             ? specialized->oc_block
                            : writes_few_streams(g, specialized) ? kFewStreamsChannels
