@@ -169,17 +169,19 @@ class Generator : public CodeGenerator {
     }
     for (int vectors = plan_.vectors; vectors >= 2; --vectors) {
       if (vectors != plan_.vectors && vectors != 2) continue;
-      Label whole;
       L(block_of[vectors]);
-      cmp(reg_pixels_left, 8 * vectors);
-      jge(whole, T_NEAR);
-      mov(rax, reg_pixels_left);  // the last block, short: back by 8*vectors - left pixels
-      sub(rax, 8 * vectors);
-      lea(reg_y, ptr[reg_y + rax * 4]);
-      imul(rax, rax, int(4 * key_.stride[2]));
-      add(reg_x_block, rax);
-      mov(reg_pixels_left, 8 * vectors);
-      L(whole);
+      if (vectors <= 3) {  // wider blocks are only ever taken whole
+        Label whole;
+        cmp(reg_pixels_left, 8 * vectors);
+        jge(whole, T_NEAR);
+        mov(rax, reg_pixels_left);  // the last block, short: back by 8*vectors - left pixels
+        sub(rax, 8 * vectors);
+        lea(reg_y, ptr[reg_y + rax * 4]);
+        imul(rax, rax, int(4 * key_.stride[2]));
+        add(reg_x_block, rax);
+        mov(reg_pixels_left, 8 * vectors);
+        L(whole);
+      }
       emit_block(vectors);
       add(reg_x_block, int(4 * 8 * vectors * key_.stride[2]));
       add(reg_y, 4 * 8 * vectors);
