@@ -29,10 +29,6 @@
 #include "lib/geometry.hpp"
 #include "shapes.hpp"
 
-#ifndef CONVJIT_BENCH_DEFAULT_SHAPES
-#define CONVJIT_BENCH_DEFAULT_SHAPES "../shared/shapes.json"
-#endif
-
 namespace cb = convjit_bench;
 using convjit::Layout;
 
@@ -231,7 +227,7 @@ void register_all(const cb::ShapeSet& set) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string shapes = std::getenv("CONVJIT_SHAPES") ? std::getenv("CONVJIT_SHAPES") : CONVJIT_BENCH_DEFAULT_SHAPES;
+  std::string shapes = std::getenv("CONVJIT_SHAPES") ? std::getenv("CONVJIT_SHAPES") : "";
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--shapes=", 9) == 0)

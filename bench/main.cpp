@@ -3,7 +3,7 @@
 //
 //   convjit_bench [--shapes=PATH] [--threads=N] [--check | --check-only] [Google Benchmark flags]
 //
-// --shapes   shapes file (else $CONVJIT_SHAPES, else the source tree's ../shared/shapes.json)
+// --shapes   shapes file (else $CONVJIT_SHAPES, else bench/shapes.json as built in)
 // --threads  threads for every library in the run: convjit::set_num_threads, omp_set_num_threads
 //            (oneDNN's OpenMP runtime) and openblas_set_num_threads (else $CONVJIT_BENCH_THREADS,
 //            else 1). The naive loops are single-threaded whatever N is.
@@ -41,10 +41,6 @@
 #include "naive.hpp"
 #include "onednn.hpp"
 #include "shapes.hpp"
-
-#ifndef CONVJIT_BENCH_DEFAULT_SHAPES
-#define CONVJIT_BENCH_DEFAULT_SHAPES "../shared/shapes.json"
-#endif
 
 namespace cb = convjit_bench;
 using convjit::Layout;
@@ -566,6 +562,18 @@ struct Checker {
 
 // ---------------------------------------------------------------------------------------------
 
+// convjit_bench's own flags; Google Benchmark's follow (benchmark::Initialize prints them).
+void print_usage() {
+  std::printf(
+      "convjit_bench [--shapes=PATH] [--threads=N] [--check | --check-only] [Google Benchmark flags]\n"
+      "  --shapes      shapes file (else $CONVJIT_SHAPES, else bench/shapes.json as built in)\n"
+      "  --threads     threads for convjit, oneDNN and OpenBLAS (else $CONVJIT_BENCH_THREADS, else 1)\n"
+      "  --check       compare every method with a double-precision oracle before timing\n"
+      "  --check-only  only that; exit status 1 if anything is off\n"
+      "Benchmarks: conv_fwd/<shape>/<nchw|nhwc>/<method>, first_call/<shape>, pool_fwd/<shape>/<layout>/<method>\n"
+      "(e.g. --benchmark_filter='^conv_fwd/seed_chain_1/').\n\n");
+}
+
 bool take_flag(const char* arg, const char* name, std::string* value) {
   const std::size_t len = std::strlen(name);
   if (std::strncmp(arg, name, len) != 0) return false;
@@ -659,6 +667,7 @@ int main(int argc, char** argv) {
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     std::string v;
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) print_usage();
     if (take_flag(argv[i], "--shapes", &v))
       shapes_path = v;
     else if (take_flag(argv[i], "--threads", &v))
@@ -670,7 +679,6 @@ int main(int argc, char** argv) {
     else
       rest.push_back(argv[i]);
   }
-  if (shapes_path.empty()) shapes_path = CONVJIT_BENCH_DEFAULT_SHAPES;
   if (!threads_arg.empty()) {
     char* end = nullptr;
     const long t = std::strtol(threads_arg.c_str(), &end, 10);
@@ -714,7 +722,8 @@ int main(int argc, char** argv) {
   }
 
   if (check) {
-    std::printf("convjit_bench --check: %d thread(s), shapes from %s%s%s\n", g_threads, shapes_path.c_str(),
+    std::printf("convjit_bench --check: %d thread(s), shapes from %s%s%s\n", g_threads,
+                cb::shapes_origin(shapes_path).c_str(),
                 tier_notes.empty() ? "" : "; not checked: ", tier_notes.c_str());
     Checker c;
     c.tiers = g_tiers;
@@ -730,7 +739,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(bargc, rest.data())) return 2;
   benchmark::AddCustomContext("convjit_bench_threads", std::to_string(g_threads));
   benchmark::AddCustomContext("convjit_num_threads", std::to_string(convjit::num_threads()));
-  benchmark::AddCustomContext("shapes_file", shapes_path);
+  benchmark::AddCustomContext("shapes_file", cb::shapes_origin(shapes_path));
   benchmark::AddCustomContext("fma_peak_gflops_per_core", "94");
   {
     std::string tiers;

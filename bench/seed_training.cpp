@@ -1,4 +1,4 @@
-// convjit_seed_bench: one training step of the seed network (DESIGN.md; batch 32, the seednet
+// convjit_seed_bench: one training step of the seed network (README.md; batch 32, the seednet
 // default) on convjit's tiers and on oneDNN's primitives. The dense head, softmax, relu masks
 // and bias gradients are the same plain C++ (tools/seed_network.cpp) in every variant; only the
 // convolutions differ. The step is forward, then every parameter's gradient (no input gradient),

@@ -3,9 +3,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "builtin_shapes.hpp"
 
 namespace convjit_bench {
 namespace {
@@ -119,20 +122,21 @@ convjit::PoolDims PoolShape::dims(convjit::Layout layout) const {
   return d;
 }
 
-ShapeSet load_shapes(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error("cannot open shapes file '" + path + "'");
+namespace {
+
+// `origin` names the text in error messages: the file's path or the built-in list.
+ShapeSet parse_shapes(const std::string& text, const std::string& origin) {
   nlohmann::json j;
   try {
-    f >> j;
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
-    throw std::runtime_error("cannot parse '" + path + "': " + e.what());
+    throw std::runtime_error("cannot parse '" + origin + "': " + e.what());
   }
   ShapeSet set;
   for (const auto& c : j.value("conv", nlohmann::json::array())) {
     ConvShape s;
     s.name = c.at("name").get<std::string>();
-    const std::string where = path + ": conv shape " + s.name;
+    const std::string where = origin + ": conv shape " + s.name;
     const auto& in = c.at("in");
     s.rank = static_cast<int>(in.size());
     if (s.rank < 1 || s.rank > 3) throw std::runtime_error(where + ": \"in\" must have 1 to 3 entries");
@@ -150,7 +154,7 @@ ShapeSet load_shapes(const std::string& path) {
   for (const auto& c : j.value("pool", nlohmann::json::array())) {
     PoolShape s;
     s.name = c.at("name").get<std::string>();
-    const std::string where = path + ": pool shape " + s.name;
+    const std::string where = origin + ": pool shape " + s.name;
     s.op = c.at("op").get<std::string>();
     const auto& in = c.at("in");
     s.rank = static_cast<int>(in.size());
@@ -164,6 +168,19 @@ ShapeSet load_shapes(const std::string& path) {
     set.pool.push_back(s);
   }
   return set;
+}
+
+}  // namespace
+
+std::string shapes_origin(const std::string& path) { return path.empty() ? kBuiltinShapesName : path; }
+
+ShapeSet load_shapes(const std::string& path) {
+  if (path.empty()) return parse_shapes(kBuiltinShapesJson, kBuiltinShapesName);
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot open shapes file '" + path + "'");
+  std::stringstream text;
+  text << f.rdbuf();
+  return parse_shapes(text.str(), path);
 }
 
 void Buffer::Free::operator()(float* p) const { std::free(p); }

@@ -67,8 +67,12 @@ struct ShapeSet {
   std::vector<PoolShape> pool;
 };
 
-// Throws std::runtime_error with the path and the reason.
+// The shapes of the file at `path`, or with an empty path those of bench/shapes.json as it was at
+// build time (built into the program, so an installed tool needs no source tree). Throws
+// std::runtime_error with the path and the reason.
 ShapeSet load_shapes(const std::string& path);
+// What load_shapes(path) reads, for messages: the path, or the built-in list's name.
+std::string shapes_origin(const std::string& path);
 
 // A 64-byte aligned float buffer (what a careful user allocates; std::vector only promises 16).
 class Buffer {

@@ -11,7 +11,8 @@ packages=(
   zlib1g-dev dataset-fashion-mnist   # seednet: gzip IDX reader and the data it trains on
   libxbyak-dev                       # the Xbyak JIT backend
   llvm-19-dev                        # the LLVM ORC JIT backend (portable)
-  libopenblas-dev libdnnl-dev        # benchmark comparisons, found optionally
+  libopenblas-dev libdnnl-dev        # benchmark comparisons
+  ocl-icd-opencl-dev                 # dnnl-config.cmake looks for OpenCL and fails without it
 )
 
 # bench/plot.py only: `bootstrap.sh --plots`.

@@ -56,7 +56,7 @@ int usage(const char* message) {
   if (message) std::fprintf(stderr, "convjit-workload: %s\n", message);
   std::fprintf(message ? stderr : stdout,
                "usage: convjit-workload [--threads N] [--steps N] [--shapes PATH] [--no-shapes]\n"
-               "  Runs the seed network of DESIGN.md (forward and gradient) and the shapes of shapes.json\n"
+               "  Runs the seed network (forward and gradient) and the shapes of bench/shapes.json\n"
                "  through convjit, printing time to first result and steady-state timings.\n");
   return message ? 2 : 0;
 }
@@ -111,7 +111,7 @@ void run_seed_network(const Options& options) {
 
 void run_shapes(const Options& options) {
   const convjit_bench::ShapeSet shapes = convjit_bench::load_shapes(options.shapes_path);
-  std::printf("\nshapes of %s, forward, NCHW:\n", options.shapes_path.c_str());
+  std::printf("\nshapes of %s, forward, NCHW:\n", convjit_bench::shapes_origin(options.shapes_path).c_str());
   std::printf("  %-15s %13s %13s %10s\n", "shape", "first call", "steady", "GFLOP/s");
   for (const convjit_bench::ConvShape& s : shapes.conv) {
     const convjit::ConvDims dims = s.dims(convjit::Layout::NCHW);
@@ -133,7 +133,7 @@ void run_shapes(const Options& options) {
 int main(int argc, char** argv) {
   Options options;
   const char* env_shapes = std::getenv("CONVJIT_SHAPES");
-  options.shapes_path = env_shapes ? env_shapes : CONVJIT_DEFAULT_SHAPES;
+  options.shapes_path = env_shapes ? env_shapes : "";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };

@@ -32,7 +32,7 @@ constexpr const char* kUsage =
     "  diff A B                   two stats files side by side, matched by configuration\n"
     "  run WORKLOAD [options]     run a built-in workload through the tiers and show its stats:\n"
     "                             seed (the seed network, forward and gradient, random data) or shapes\n"
-    "                             (../shared/shapes.json); options --backend auto|xbyak|llvm|none,\n"
+    "                             (bench/shapes.json, built in); options --backend auto|xbyak|llvm|none,\n"
     "                             --threshold N, --threads T, --shapes PATH\n";
 
 struct UsageError : std::runtime_error {
@@ -273,7 +273,7 @@ int run(const std::vector<std::string>& args) {
   const std::string workload = args[0];
   if (workload != "seed" && workload != "shapes") throw UsageError("unknown workload " + workload);
   const char* env_shapes = std::getenv("CONVJIT_SHAPES");
-  std::string shapes_path = env_shapes ? env_shapes : CONVJIT_DEFAULT_SHAPES;
+  std::string shapes_path = env_shapes ? env_shapes : "";
   // The default runtime reads the environment when it is first used: set the policy there.
   for (size_t i = 1; i < args.size(); ++i) {
     if (i + 1 >= args.size()) throw UsageError("missing value for " + args[i]);

@@ -1,4 +1,4 @@
-// The seed network of DESIGN.md: six 3x3 stride-1 unpadded convolutions with relu (channels
+// The seed network (README.md, "The two commands"): six 3x3 stride-1 unpadded convolutions with relu (channels
 // 1->2->2->3->3->3->3, 28x28 -> 16x16), flatten to 768, dense 768->10, softmax, cross-entropy.
 // Every convolution, forward and backward, goes through convjit's public C++ API; the dense
 // head is plain C++.

@@ -1,5 +1,6 @@
-// seednet: trains the seed network of DESIGN.md on Fashion-MNIST, every convolution (forward and
-// both gradients) through convjit's public C++ API, the dense head and the optimizer in plain C++.
+// seednet: trains the seed network (README.md, "The two commands") on Fashion-MNIST, every
+// convolution (forward and both gradients) through convjit's public C++ API, the dense head and
+// the optimizer in plain C++.
 //
 //   seednet [--data DIR] [--epochs N] [--batch N] [--optimizer adam|sgd] [--lr X] [--threads N]
 //           [--limit N] [--seed N] [--log-every N] [--loss-trace FILE]

@@ -1,5 +1,5 @@
-// One Runtime, eight threads (runtime.hpp: "every method is thread-safe"; DESIGN.md: the fast
-// path "must not take a global lock"). Each thread loops over a mixed set of configurations
+// One Runtime, eight threads (runtime.hpp: "every method is thread-safe"; README.md, "How a call
+// runs": the fast path "takes no global lock"). Each thread loops over a mixed set of configurations
 // (both layouts, ranks 1-3, several kernel sizes and strides, relu and convolution mode) while
 // the detector makes them hot (threshold 2) and the background worker compiles them, and checks
 // every result bitwise against the generic tier computed beforehand. Configurations are grouped

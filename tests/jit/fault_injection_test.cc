@@ -1,5 +1,5 @@
-// lib/runtime.cpp under fault injection: DESIGN.md says a failed compile "leaves the
-// configuration on the generic tier, is counted and reported, and never fails the call". The
+// lib/runtime.cpp under fault injection: README.md ("How a call runs") says a failed compile
+// "leaves the configuration on the generic tier, is counted and reported, and never fails the call". The
 // runtime is built through Runtime::Impl's constructor with a backend whose compile() fails,
 // always or on every other specialization key (the others go to the real Xbyak backend), with
 // compiles inline and in the background. Every call must succeed, match the oracle and be

@@ -1,5 +1,5 @@
 // Deliberately naive: every output (or every input/weight contribution) is one iteration of a
-// plain loop nest over the definitions in DESIGN.md. No blocking, no precomputed offsets, no
+// plain loop nest over the definitions in README.md ("Semantics"). No blocking, no precomputed offsets, no
 // shared code with lib/. Speed is irrelevant; obviousness is the point.
 #include "reference/reference.hpp"
 

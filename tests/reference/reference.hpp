@@ -1,6 +1,6 @@
 // The naive double-precision oracle every convjit kernel is checked against.
 //
-// Written straight from the definitions in DESIGN.md ("Semantics"): plain nested loops, one
+// Written straight from the definitions in README.md ("Semantics"): plain nested loops, one
 // code path for every rank (a missing outer spatial dim is a dim of size 1 with kernel, stride
 // and dilation 1 and no padding) and both layouts. It reads only the fields of ConvDims and
 // PoolDims and computes every size itself, so it does not link, and cannot share a bug with,

@@ -1,4 +1,4 @@
-// Readable dims, tensor index names and the one comparison rule (DESIGN.md: within 1e-4 of the
+// Readable dims, tensor index names and the one comparison rule (README.md, Semantics: within 1e-4 of the
 // largest reference magnitude, widened by sqrt(reduction length) for long reductions).
 #pragma once
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "shapes.hpp"
 #include "tools_support.hpp"
 
 namespace convjit::testing::tools {
@@ -339,6 +340,15 @@ TEST_F(JitStats, RunShapesFromAGivenFile) {
   const ToolRun missing = jit_stats({"run", "shapes", "--shapes", dir_.file("absent.json")});
   EXPECT_EQ(missing.exit_code, 1) << missing.describe();
   EXPECT_CONTAINS(missing.err, dir_.file("absent.json"));
+}
+
+// No file given and no CONVJIT_SHAPES: the list built in from bench/shapes.json, every conv shape.
+TEST_F(JitStats, RunShapesWithoutAFileRunsTheBuiltInList) {
+  const ToolRun run = jit_stats({"run", "shapes", "--threshold", "0", "--threads", "1"});
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  const convjit_bench::ShapeSet built_in = convjit_bench::load_shapes("");
+  ASSERT_FALSE(built_in.conv.empty());
+  for (const convjit_bench::ConvShape& s : built_in.conv) EXPECT_CONTAINS(run.out, s.name + " ");
 }
 
 // Without a backend nothing ever compiles: the tier column must not say a configuration called
