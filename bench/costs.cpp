@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "jit/backend.hpp"
-#include "lib/conv_forward.hpp"
-#include "lib/geometry.hpp"
+#include "backend.hpp"
+#include "conv_forward.hpp"
+#include "geometry.hpp"
 #include "shapes.hpp"
 
 namespace cb = convjit_bench;

@@ -96,7 +96,7 @@ bool same_dims(const convjit::ConvDims& a, const convjit::ConvDims& b) {
 }
 
 // The runtime's record of a configuration (identity activation, no bias), if any. NHWC with few
-// output channels per group runs as (and is recorded as) its NCHW twin: lib/nhwc_as_nchw.hpp.
+// output channels per group runs as (and is recorded as) its NCHW twin: lib/rewrite/nhwc_as_nchw.hpp.
 bool find_config(const convjit::Runtime& rt, const convjit::ConvDims& dims, convjit::ConfigStats* out) {
   convjit::ConvDims nchw_twin = dims;
   nchw_twin.layout = Layout::NCHW;

@@ -80,7 +80,7 @@ class CONVJIT_PUBLIC Runtime {
   const Policy& policy() const;
   RuntimeStats stats() const;
   void wait_for_compiles();  // until every requested compile has finished
-  // The stats as JSON (schema in lib/stats_json.hpp and the README); throws convjit::Error if the
+  // The stats as JSON (schema in lib/runtime/stats_json.hpp and the README); throws convjit::Error if the
   // file cannot be written. CONVJIT_STATS=path does this for the default runtime at exit.
   void write_stats(const std::string& path);
 

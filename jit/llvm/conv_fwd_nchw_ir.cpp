@@ -12,7 +12,7 @@
 //
 // Each output is therefore one FMA chain in OIHW order from 0.0f, then + bias, then relu: the
 // numbers of every other tier. Accumulators live in allocas; SROA turns them into registers.
-#include "jit/llvm/conv_fwd_nchw_ir.hpp"
+#include "conv_fwd_nchw_ir.hpp"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "jit/conv_tile_abi.h"
+#include "conv_tile_abi.h"
 
 namespace convjit::jit::llvm_backend {
 namespace {

@@ -1,4 +1,4 @@
-// LLVM IR of the NCHW forward row kernel (the tile ABI of jit/conv_tile_abi.h), built with
+// LLVM IR of the NCHW forward row kernel (the tile ABI of jit/abi/conv_tile_abi.h), built with
 // IRBuilder. Only jit/llvm/ sees LLVM types.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "jit/spec_key.hpp"
+#include "spec_key.hpp"
 
 namespace convjit::jit::llvm_backend {
 

@@ -14,8 +14,8 @@
 
 #include <mutex>
 
-#include "jit/backend.hpp"
-#include "jit/llvm/conv_fwd_nchw_ir.hpp"
+#include "backend.hpp"
+#include "conv_fwd_nchw_ir.hpp"
 
 namespace convjit::jit {
 namespace {
@@ -75,7 +75,7 @@ class LlvmBackend : public Backend {
   const char* name() const override { return "llvm"; }
   std::string unavailable_reason() const override { return unavailable_; }
 
-  // Row kernels block 16 pixels along W (jit/backend.hpp: short_rows_reason).
+  // Row kernels block 16 pixels along W (jit/abi/backend.hpp: short_rows_reason).
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
     if (std::string why = llvm_backend::nchw_ir_unsupported_reason(key); !why.empty()) return why;
     return short_rows_reason(p, llvm_backend::nchw_ir_min_row_pixels(llvm_backend::plan_nchw_ir(key)));

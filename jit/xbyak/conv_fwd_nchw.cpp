@@ -1,4 +1,4 @@
-#include "jit/xbyak/conv_fwd_nchw.hpp"
+#include "conv_fwd_nchw.hpp"
 
 #include <xbyak/xbyak.h>
 
@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "jit/xbyak/emit.hpp"
+#include "emit.hpp"
 
 namespace convjit::jit::xbyak {
 namespace {

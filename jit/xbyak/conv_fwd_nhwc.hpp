@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "jit/backend.hpp"
+#include "backend.hpp"
 
 namespace convjit::jit::xbyak {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "jit/backend.hpp"
+#include "backend.hpp"
 
 namespace convjit::jit::xbyak {
 

@@ -2,9 +2,9 @@
 // read+write while it is emitted, then read+execute (never both), one mapping per kernel.
 #include <xbyak/xbyak_util.h>
 
-#include "jit/backend.hpp"
-#include "jit/xbyak/conv_fwd_nchw.hpp"
-#include "jit/xbyak/conv_fwd_nhwc.hpp"
+#include "backend.hpp"
+#include "conv_fwd_nchw.hpp"
+#include "conv_fwd_nhwc.hpp"
 
 namespace convjit::jit {
 namespace {
@@ -19,7 +19,7 @@ class XbyakBackend : public Backend {
     return {};
   }
 
-  // Row kernels block pixels along W (jit/backend.hpp: short_rows_reason). NHWC kernels block 16
+  // Row kernels block pixels along W (jit/abi/backend.hpp: short_rows_reason). NHWC kernels block 16
   // or 32 output channels; with fewer than 4 per group they mostly compute zeros.
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
     // NHWC: 12, not its 3- or 6-pixel block: shorter rows waste a quarter of their blocks and pay the

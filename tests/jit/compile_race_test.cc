@@ -1,4 +1,4 @@
-// Inline compiles racing on one specialization key (lib/runtime.cpp, Impl::compile: "sixteen
+// Inline compiles racing on one specialization key (lib/runtime/runtime.cpp, Impl::compile: "sixteen
 // threads making one key hot cause one compile; the others find it cached"). With async
 // compiles a single worker serializes everything; inline, each calling thread compiles for its
 // own configuration, so several configurations sharing a key can reach compile() at once. A
@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "jit/backend.hpp"
+#include "backend.hpp"
 #include "jit_support.hpp"
-#include "lib/runtime_impl.hpp"
+#include "runtime_impl.hpp"
 
 namespace convjit::testing::jit {
 namespace {

@@ -46,7 +46,7 @@ std::vector<Entry> mixed_configurations() {
       {'A', conv(2, C, 1, 4, 9, 1, {14, 20, 1}, k3, s1, p1), false, Id},
       {'A', conv(2, C, 1, 3, 4, 1, {10, 9, 1}, k3, s1, p0), false, Id},  // declined: rows of 7
       // B: NHWC 3x3 stride 1 (channels never in the key): dense, depthwise x9, with and without bias.
-      // (NHWC with 8 or fewer output channels per group runs as NCHW: lib/nhwc_as_nchw.hpp.)
+      // (NHWC with 8 or fewer output channels per group runs as NCHW: lib/rewrite/nhwc_as_nchw.hpp.)
       {'B', conv(2, L, 1, 3, 16, 1, {12, 24, 1}, k3, s1, p1), false, Id},
       {'B', conv(2, L, 1, 3, 16, 1, {12, 24, 1}, k3, s1, p1), true, Id},
       {'B', conv(2, L, 2, 8, 12, 1, {10, 20, 1}, k3, s1, p0), false, Id},

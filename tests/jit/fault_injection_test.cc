@@ -1,4 +1,4 @@
-// lib/runtime.cpp under fault injection: README.md ("How a call runs") says a failed compile
+// lib/runtime/runtime.cpp under fault injection: README.md ("How a call runs") says a failed compile
 // "leaves the configuration on the generic tier, is counted and reported, and never fails the call". The
 // runtime is built through Runtime::Impl's constructor with a backend whose compile() fails,
 // always or on every other specialization key (the others go to the real Xbyak backend), with
@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "jit/backend.hpp"
+#include "backend.hpp"
 #include "jit_support.hpp"
-#include "lib/runtime_impl.hpp"
+#include "runtime_impl.hpp"
 #include "support/random_shapes.hpp"
 
 namespace convjit::testing::jit {
@@ -297,7 +297,7 @@ TEST(FaultInjection, RuntimeDeclinesDepthwiseBeforeAnyBackend) {
   }
 }
 
-// A warm-start file (lib/warm_start.hpp) may list configurations this version declines (it may
+// A warm-start file (lib/runtime/warm_start.hpp) may list configurations this version declines (it may
 // come from another version): they are not compiled from it; the others are.
 TEST(FaultInjection, WarmStartSkipsDeclinedConfigurations) {
   char dir[] = "/tmp/convjit-warm-XXXXXX";

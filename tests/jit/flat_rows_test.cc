@@ -1,4 +1,4 @@
-// jit/backend.hpp's flattens_rows: short stride-1 NCHW rows go to a row kernel several whole rows
+// jit/abi/backend.hpp's flattens_rows: short stride-1 NCHW rows go to a row kernel several whole rows
 // at a time, over the band or x flattened, outputs on the padded grid in scratch and the real ones
 // copied out. Per backend, each input source the driver can flatten (a band where the rows read
 // padding, x itself where they do not) and rows it does not (mostly junk, one row per plane),
@@ -11,14 +11,14 @@
 #include <cmath>
 #include <vector>
 
-#include "jit/backend.hpp"
+#include "backend.hpp"
 #include "jit_support.hpp"
-#include "lib/conv_forward.hpp"
+#include "conv_forward.hpp"
 
 namespace convjit::testing::jit {
 namespace {
 
-// A row kernel written from jit/conv_tile_abi.h's contract alone (NCHW, scalar, one float FMA
+// A row kernel written from jit/abi/conv_tile_abi.h's contract alone (NCHW, scalar, one float FMA
 // chain per output in weight order): the driver's flattening checked on its own, and its calls
 // show whether rows were joined.
 std::atomic<int64_t> g_longest_segment{0};

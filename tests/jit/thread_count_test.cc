@@ -14,7 +14,7 @@
 namespace convjit::testing::jit {
 namespace {
 
-// lib/threads.hpp's kParallelWorkThreshold (2e5 flops): smaller calls stay on one thread.
+// lib/threads/threads.hpp's kParallelWorkThreshold (2e5 flops): smaller calls stay on one thread.
 constexpr int64_t kParallelMultiplyAdds = 100000;
 
 TEST(JitThreadCount, BitwiseIdenticalForOneTwoAndThreeThreads) {

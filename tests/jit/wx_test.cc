@@ -26,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "jit/backend.hpp"
-#include "jit/spec_key.hpp"
+#include "backend.hpp"
+#include "spec_key.hpp"
 #include "jit_support.hpp"
 
 // ---- Interposed protection requests (forwarded to the kernel unchanged) ----
@@ -127,7 +127,7 @@ std::vector<ConvDims> distinct_kernel_shapes() {
     }
   }
   for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-    const int64_t oc = layout == Layout::NHWC ? 12 : 6;  // NHWC with <= 8 runs as NCHW (lib/nhwc_as_nchw.hpp)
+    const int64_t oc = layout == Layout::NHWC ? 12 : 6;  // NHWC with <= 8 runs as NCHW (lib/rewrite/nhwc_as_nchw.hpp)
     shapes.push_back(conv(2, layout, 1, 4, oc, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {2, 2, 0}, {2, 2, 1}));
     shapes.push_back(
         conv(2, layout, 1, 4, oc, 1, {12, 12, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, {1, 1, 1}, Mode::Convolution));

@@ -1,4 +1,4 @@
-// lib/c_api.cpp, driven from C++: every validation rule through the C ABI (CONVJIT_EINVAL,
+// lib/api/c_api.cpp, driven from C++: every validation rule through the C ABI (CONVJIT_EINVAL,
 // convjit_last_error() naming the field, the same message the C++ API throws, no output byte
 // written), NULL pointers including the params pointer, C-only rules (stride 0 is invalid,
 // exclude_padding is 0 or 1), per-thread error messages, and a valid call's results.

@@ -1,4 +1,4 @@
-// lib/conv_backward_data.cpp: dx from dy and w.
+// lib/driver/conv_backward_data.cpp: dx from dy and w.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// lib/conv_backward_filter.cpp: dw from x and dy, in the layout of w.
+// lib/driver/conv_backward_filter.cpp: dw from x and dy, in the layout of w.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// lib/conv_forward.cpp: y = activation(conv(x, w) + bias) against hand-computed values, the
+// lib/driver/conv_forward.cpp: y = activation(conv(x, w) + bias) against hand-computed values, the
 // oracle on 500+ random shapes, and metamorphic relations that need no oracle at all.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// lib/cxx_api.cpp: argument checks beyond the dims (pointers, the activation enum, Lp's p),
+// lib/api/cxx_api.cpp: argument checks beyond the dims (pointers, the activation enum, Lp's p),
 // each throwing convjit::Error(CONVJIT_EINVAL) that names the argument, with no output written.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// lib/dims.cpp and lib/geometry.cpp: sizes of valid problems, the C struct conversions, and
+// lib/api/dims.cpp and lib/problem/geometry.cpp: sizes of valid problems, the C struct conversions, and
 // every validation rule through the C++ API (each op must throw convjit::Error with
 // CONVJIT_EINVAL, a message naming the field, and leave its output untouched).
 #include <gtest/gtest.h>

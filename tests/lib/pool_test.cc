@@ -1,4 +1,4 @@
-// lib/pool.cpp: max, mean (both padding rules) and Lp-norm pooling, forward and backward.
+// lib/driver/pool.cpp: max, mean (both padding rules) and Lp-norm pooling, forward and backward.
 #include <gtest/gtest.h>
 
 #include <cfloat>

@@ -1,4 +1,4 @@
-// lib/runtime.cpp: the tiered runtime through explicit Runtime objects. Every tier agrees with
+// lib/runtime/runtime.cpp: the tiered runtime through explicit Runtime objects. Every tier agrees with
 // the oracle and (as runtime.hpp promises) bit for bit with the generic tier; a compile that is
 // refused or fails never changes a result; weights are read at every call on every tier; the
 // hot threshold, async compiles, concurrent callers and evicted configurations all keep results
@@ -223,7 +223,7 @@ TEST(Runtime, BiasIsReadOnlyForRealChannels) {
 }
 
 // NHWC with few output channels per group runs as the NCHW problem on transposed copies
-// (lib/nhwc_as_nchw.hpp): the stats name that NCHW configuration, it reaches the JIT tier, and
+// (lib/rewrite/nhwc_as_nchw.hpp): the stats name that NCHW configuration, it reaches the JIT tier, and
 // every tier gives the same bits.
 TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
   Runtime generic(generic_policy());

@@ -1,4 +1,4 @@
-// lib/threads.cpp: the thread-count knob, and results that do not depend on it. Forward ops
+// lib/threads/threads.cpp: the thread-count knob, and results that do not depend on it. Forward ops
 // compute each output in one thread, so 1 and 2 threads must agree bit for bit; backward
 // filter reduces over the batch and the image, so thread count may change the rounding and is
 // held to the usual tolerance (and to the oracle).

@@ -1,5 +1,5 @@
 // Invalid problems, one rule broken each, shared by the C++ API and C ABI error tests. Each
-// case lists the words its error message must contain: the field name as lib/geometry.cpp
+// case lists the words its error message must contain: the field name as lib/problem/geometry.cpp
 // prints it (per-dim fields with their index, e.g. "stride[1]").
 #pragma once
 

@@ -1,4 +1,4 @@
-// Perf map (lib/perf_map.hpp): with Policy::perf_map (CONVJIT_PERF_MAP=1) every emitted kernel
+// Perf map (lib/runtime/perf_map.hpp): with Policy::perf_map (CONVJIT_PERF_MAP=1) every emitted kernel
 // is appended to /tmp/perf-PID.map as "ADDR SIZE convjit::NAME [backend]" (hex, no 0x), the
 // format `perf report` reads. Checked in this process with an explicit Runtime, and in a tool
 // started with CONVJIT_PERF_MAP=1 (the child's pid names its file). Every file is removed after.

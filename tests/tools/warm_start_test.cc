@@ -1,4 +1,4 @@
-// Warm start across processes (lib/warm_start.hpp, CONVJIT_CACHE_DIR): a first run of
+// Warm start across processes (lib/runtime/warm_start.hpp, CONVJIT_CACHE_DIR): a first run of
 // convjit-workload (default policy) saves its JIT configurations in DIR/hot-configurations; a
 // second run with the same directory compiles them in the background from its start, and a call
 // waits for its own compile, so every listed configuration runs only specialized kernels, from

@@ -1,0 +1,64 @@
+// What a JIT backend offers the runtime: compiled forward kernels for specialization keys.
+// Backends are plain factories (no LLVM or Xbyak type escapes jit/), thread-safe, and never
+// throw: a failed compile is a message, and the configuration stays on the generic tier.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "conv_tile_abi.h"
+#include "spec_key.hpp"
+
+namespace convjit::jit {
+
+struct CompiledKernel {
+  convjit_conv_kernel kernel;
+  SpecKey key;
+  std::string name;
+  size_t code_bytes = 0;
+  std::shared_ptr<void> code;  // owns the executable memory
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  // Empty when usable on this host, else why not (e.g. "host lacks AVX2/FMA").
+  virtual std::string unavailable_reason() const = 0;
+  // Empty when the key's kernel is expected to beat the generic tier on this problem, else why
+  // not (the configuration then stays generic, and the stats say why).
+  virtual std::string decline_reason(const convjit_conv_problem& problem, const SpecKey& key) const = 0;
+  // Returns false and sets *error when the key is unsupported or generation fails.
+  virtual bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) = 0;
+};
+
+// The driver runs a row kernel over several whole output rows as one segment (NCHW, stride 1,
+// rows shorter than kFlatRowsBelow, of which at least 80% of the grid is real outputs): the
+// input view flattened (one row pitch for W and H), outputs computed on that padded grid into
+// scratch and the real ones copied out. Measured against row by row: seed_chain 1.3-1.85x,
+// resnet_3x3_14 1.4x, resnet_3x3_28 1.2x; with rows of 32-63 pixels repeated A/B runs disagreed
+// (resnet_3x3_56 +14% then -5%, seed_issue -12%); with more junk (the kernel's W reach) the
+// generic tier won (resnet_3x3_7, 7 of 9 columns: 53-57 vs 69 GFLOP/s) and rows of 16 or more
+// ran faster one by one (7x7 on 20 columns).
+inline constexpr int64_t kFlatRowsBelow = 32;
+inline bool flattens_rows(const convjit_conv_problem& p) {
+  if (p.layout != CONVJIT_NCHW || p.stride[1] != 1 || p.stride[2] != 1 || p.out[2] >= kFlatRowsBelow) return false;
+  if (p.out[1] < 2) return false;  // one row per plane: nothing to join
+  const int64_t junk = (p.kernel[2] - 1) * p.dilation[2];
+  return 5 * p.out[2] >= 4 * (p.out[2] + junk);
+}
+
+// Why a row kernel that takes segments of at least min_row_pixels would lose to the generic tier
+// on p's rows, or empty: shorter rows are the generic tile's (it packs pixels of several rows per
+// panel) unless the driver flattens them.
+inline std::string short_rows_reason(const convjit_conv_problem& p, int64_t min_row_pixels) {
+  if (p.out[2] >= min_row_pixels || flattens_rows(p)) return {};
+  return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(min_row_pixels) +
+         " and not flattened: the generic tier packs several rows per panel";
+}
+
+// Built in only when their library was found (CONVJIT_HAVE_XBYAK, CONVJIT_HAVE_LLVM).
+std::unique_ptr<Backend> make_xbyak_backend();
+std::unique_ptr<Backend> make_llvm_backend();
+
+}  // namespace convjit::jit

@@ -1,0 +1,110 @@
+// dx = W^T dy, row by row: for each output row, the register tile computes the im2col gradient
+// dX(k, ow) = sum over oc of w[oc][k] * dy[oc][ow], which is then scattered into dx (col2im).
+// A task owns the dx of one (image, group, input-channel chunk) and visits every output row in
+// order, so no two threads touch one dx element and the sums never depend on the thread count.
+#include <algorithm>
+#include <cstring>
+
+#include "gemm_tile.hpp"
+#include "geometry.hpp"
+#include "ops_internal.hpp"
+#include "patch_pack.hpp"
+#include "threads.hpp"
+
+namespace convjit::detail {
+namespace {
+
+// Zeroes channels [ic0, ic1) of one image's dx.
+void zero_channels(const ConvGeometry& g, float* dx_image, int64_t ic0, int64_t ic1) {
+  const int64_t pixels = g.in[0] * g.in[1] * g.in[2];
+  if (g.layout == CONVJIT_NCHW) {
+    std::memset(dx_image + ic0 * g.x.channel, 0, sizeof(float) * size_t((ic1 - ic0) * pixels));
+    return;
+  }
+  for (int64_t p = 0; p < pixels; ++p)
+    std::fill(dx_image + p * g.in_channels + ic0, dx_image + p * g.in_channels + ic1, 0.0f);
+}
+
+}  // namespace
+
+Status conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w, float* dx) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  ConvGeometry g;
+  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, &g));
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{dy, "dy"}, {w, "w"}, {dx, "dx"}}));
+
+  // k runs with consecutive indices in w, per channel chunk: NCHW's (ic, tap) order makes the
+  // chunk one run; NHWC's (tap, ic) order gives one run of the chunk's channels per tap.
+  const int64_t images = g.batch * g.groups;
+  const int64_t wanted = 4 * int64_t(thread_count());
+  const int64_t ic_chunks = images >= wanted ? 1 : std::min(g.ic_per_group, (wanted + images - 1) / images);
+  const int64_t ic_chunk = (g.ic_per_group + ic_chunks - 1) / ic_chunks;
+  const bool nchw = g.layout == CONVJIT_NCHW;
+  const int64_t run_length = nchw ? ic_chunk * g.taps : ic_chunk;
+
+  // Per ow tile: the packed dy panels (oc_per_group x tile) and one run of dX (run x tile).
+  const int64_t floats_per_column = g.oc_per_group + run_length;
+  int64_t ow_tile = int64_t(kScratchFloats) / floats_per_column / kTileCols * kTileCols;
+  ow_tile = std::clamp<int64_t>(ow_tile, kTileCols, (g.out[2] + kTileCols - 1) / kTileCols * kTileCols);
+  const int64_t scratch_floats = floats_per_column * ow_tile;
+
+  parallel_for(images * ic_chunks, 2.0 * g.batch * g.x.batch * g.oc_per_group * g.taps, [&](int64_t task) {
+    const int64_t chunk = task % ic_chunks, group = task / ic_chunks % g.groups, n = task / ic_chunks / g.groups;
+    const int64_t ic0 = chunk * ic_chunk, ic1 = std::min(g.ic_per_group, ic0 + ic_chunk);
+    if (ic0 >= ic1) return;
+    float* dx_group = dx + n * g.x.batch + group * g.ic_per_group * g.x.channel;
+    zero_channels(g, dx + n * g.x.batch, group * g.ic_per_group + ic0, group * g.ic_per_group + ic1);
+
+    float* packed_dy = thread_scratch(size_t(scratch_floats));
+    float* dcol = packed_dy + g.oc_per_group * ow_tile;
+    const float* w_group = w + group * g.oc_per_group * g.reduction;
+    const int64_t runs = nchw ? 1 : g.taps;
+    const int64_t run_rows = nchw ? (ic1 - ic0) * g.taps : ic1 - ic0;
+
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        for (int64_t ow0 = 0; ow0 < g.out[2]; ow0 += ow_tile) {
+          const int64_t owc = std::min(ow_tile, g.out[2] - ow0);
+          const int64_t panels = (owc + kTileCols - 1) / kTileCols;
+          const float* dy_row = dy + n * g.y.batch + group * g.oc_per_group * g.y.channel + od * g.y.spatial[0] +
+                                oh * g.y.spatial[1] + ow0 * g.y.spatial[2];
+          for (int64_t oc = 0; oc < g.oc_per_group; ++oc) {
+            for (int64_t ow = 0; ow < panels * kTileCols; ++ow) {
+              packed_dy[(ow / kTileCols) * g.oc_per_group * kTileCols + oc * kTileCols + ow % kTileCols] =
+                  ow < owc ? dy_row[oc * g.y.channel + ow * g.y.spatial[2]] : 0.0f;
+            }
+          }
+          for (int64_t run = 0; run < runs; ++run) {
+            const int64_t k0 = nchw ? ic0 * g.taps : run * g.ic_per_group + ic0;
+            for (int64_t m = 0; m < run_rows; m += kTileRows) {
+              for (int64_t p = 0; p < panels; ++p) {
+                GemmTile tile{};
+                tile.k = g.oc_per_group;
+                tile.a = w_group + k0 + m;
+                tile.a_row_stride = 1;
+                tile.a_step = g.reduction;
+                tile.b = packed_dy + p * g.oc_per_group * kTileCols;
+                tile.c = dcol + m * ow_tile + p * kTileCols;
+                tile.c_row_stride = ow_tile;
+                tile.c_col_stride = 1;
+                tile.rows = int(std::min<int64_t>(kTileRows, run_rows - m));
+                tile.cols = int(std::min<int64_t>(kTileCols, owc - p * kTileCols));
+                tile.accumulate = false;
+                tile.bias = nullptr;
+                tile.relu = false;
+                gemm_tile(tile);
+              }
+            }
+            for_each_patch_row(g, dx_group, od, oh, ow0, owc, k0, run_rows, [&](int64_t k, const PatchRow<float>& row) {
+              const float* gradient = dcol + k * ow_tile;
+              for (int64_t ow = row.lo; ow < row.hi; ++ow) row.src[(ow - row.lo) * row.step] += gradient[ow];
+            });
+          }
+        }
+      }
+    }
+  });
+  return Status::success();
+}
+
+}  // namespace convjit::detail

@@ -1,0 +1,95 @@
+// dw = dy X^T: for every output row, the register tile adds dy[oc][ow] * X(k, ow) over the row's
+// pixels into dw[oc][k]. A task owns a block of dw (group, output channels, k panels) and visits
+// every image and output row in order, so each dw element is one FMA chain whose order does not
+// depend on the thread count.
+#include <algorithm>
+
+#include "conv_backward_filter_direct.hpp"
+#include "gemm_tile.hpp"
+#include "geometry.hpp"
+#include "ops_internal.hpp"
+#include "patch_pack.hpp"
+#include "threads.hpp"
+
+namespace convjit::detail {
+
+Status conv_backward_filter(const convjit_conv_params* params, const float* x, const float* dy, float* dw) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  ConvGeometry g;
+  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, &g));
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {dy, "dy"}, {dw, "dw"}}));
+#if defined(__x86_64__)
+  if (avx2::backward_filter_direct_supported(g)) {
+    avx2::backward_filter_direct(g, x, dy, dw);
+    return Status::success();
+  }
+#endif
+
+  const int64_t threads = thread_count();
+  const int64_t k_panels = (g.reduction + kTileCols - 1) / kTileCols;
+  const int64_t oc_blocks = (g.oc_per_group + kTileRows - 1) / kTileRows;
+  // Up to 4 panels per task; fewer when that leaves threads idle.
+  const int64_t panels_per_task = std::clamp<int64_t>(g.groups * k_panels / (4 * threads), 1, 4);
+  const int64_t k_chunks = (k_panels + panels_per_task - 1) / panels_per_task;
+  const int64_t oc_chunks = g.groups * k_chunks >= 2 * threads ? 1 : std::min<int64_t>(oc_blocks, 2 * threads);
+  const int64_t oc_chunk = (oc_blocks + oc_chunks - 1) / oc_chunks * kTileRows;
+  const int64_t ow_tile = std::min<int64_t>(g.out[2], 512);
+  const size_t scratch_floats = size_t(panels_per_task * kTileCols * ow_tile);
+
+  parallel_for(g.groups * k_chunks * oc_chunks, g.flops(), [&](int64_t task) {
+    const int64_t oc_chunk_index = task % oc_chunks, k_chunk = task / oc_chunks % k_chunks;
+    const int64_t group = task / oc_chunks / k_chunks;
+    const int64_t oc0 = oc_chunk_index * oc_chunk, oc1 = std::min(g.oc_per_group, oc0 + oc_chunk);
+    const int64_t k0 = k_chunk * panels_per_task * kTileCols;
+    const int64_t kc = std::min(panels_per_task * kTileCols, g.reduction - k0);
+    if (oc0 >= oc1) return;
+    const int64_t panels = (kc + kTileCols - 1) / kTileCols;
+    float* packed = thread_scratch(scratch_floats);
+    float* dw_block = dw + (group * g.oc_per_group) * g.reduction;
+    bool first = true;
+
+    for (int64_t n = 0; n < g.batch; ++n) {
+      const float* x_group = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          for (int64_t ow0 = 0; ow0 < g.out[2]; ow0 += ow_tile) {
+            const int64_t owc = std::min(ow_tile, g.out[2] - ow0);
+            // Panel p holds X(k0 + 16p .. +15, ow) as owc rows of 16; the k tail is zero-filled.
+            auto row_start = [&](int64_t k) { return packed + (k / kTileCols) * owc * kTileCols + k % kTileCols; };
+            for_each_patch_row(g, x_group, od, oh, ow0, owc, k0, kc, [&](int64_t k, const PatchRow<const float>& row) {
+              store_patch_row(row, owc, row_start(k), kTileCols * kTileCols, kTileCols);
+            });
+            for (int64_t k = kc; k < panels * kTileCols; ++k) {
+              store_patch_row({nullptr, 0, 0, 0}, owc, row_start(k), kTileCols * kTileCols, kTileCols);
+            }
+            const float* dy_row = dy + n * g.y.batch + (group * g.oc_per_group) * g.y.channel + od * g.y.spatial[0] +
+                                  oh * g.y.spatial[1] + ow0 * g.y.spatial[2];
+            for (int64_t oc = oc0; oc < oc1; oc += kTileRows) {
+              for (int64_t p = 0; p < panels; ++p) {
+                GemmTile tile{};
+                tile.k = owc;
+                tile.a = dy_row + oc * g.y.channel;
+                tile.a_row_stride = g.y.channel;
+                tile.a_step = g.y.spatial[2];
+                tile.b = packed + p * owc * kTileCols;
+                tile.c = dw_block + oc * g.reduction + k0 + p * kTileCols;
+                tile.c_row_stride = g.reduction;
+                tile.c_col_stride = 1;
+                tile.rows = int(std::min<int64_t>(kTileRows, oc1 - oc));
+                tile.cols = int(std::min<int64_t>(kTileCols, kc - p * kTileCols));
+                tile.accumulate = !first;
+                tile.bias = nullptr;
+                tile.relu = false;
+                gemm_tile(tile);
+              }
+            }
+            first = false;
+          }
+        }
+      }
+    }
+  });
+  return Status::success();
+}
+
+}  // namespace convjit::detail

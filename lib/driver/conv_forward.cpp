@@ -1,0 +1,300 @@
+// The forward driver: validates, splits y into tiles over threads, and runs the tier in force on
+// each: tier 0's tile kernel, or a JIT row kernel over input views (lib/driver/row_views.hpp), segment by
+// segment, channel blocks or rows outside, or several rows flattened into one segment.
+#include "conv_forward.hpp"
+
+#include <algorithm>
+
+#include "backend.hpp"
+#include "conv_depthwise_nchw.hpp"
+#include "conv_depthwise_nhwc.hpp"
+#include "conv_tile_direct.hpp"
+#include "conv_tile_generic.hpp"
+#include "gemm_tile.hpp"
+#include "geometry.hpp"
+#include "ops_internal.hpp"
+#include "patch_pack.hpp"
+#include "row_views.hpp"
+#include "threads.hpp"
+
+namespace convjit::detail {
+namespace {
+
+// Packed panels of one tile should stay in L2 next to the weights they meet.
+constexpr int64_t kPackedFloatsTarget = 32 * 1024;
+
+// Tiles are runs of consecutive pixels of one output plane (n, od), so small images still fill
+// whole 16-column panels.
+struct ForwardTiling {
+  int64_t pixel_tile, pixel_tiles, oc_chunk, oc_chunks;
+  int64_t tasks() const { return pixel_tiles * oc_chunks; }  // per (n, group, od)
+};
+
+// packs_patches: the tile packs im2col panels (so tiles are sized to keep them in L2); other
+// tiles (direct, row kernels) take whole planes unless the threads need more tasks.
+// oc_granule: channel chunks are multiples of it (the register tile's rows, or a prepare block).
+// whole_rows: tiles start and end at row boundaries (flattened row kernels).
+// channels_first: the threads' tasks come from channel chunks before pixel tiles (a prepared
+// kernel packs its weights per tile: more pixel tiles pack them again, more chunks do not).
+ForwardTiling plan_forward(const ConvGeometry& g, int threads, bool packs_patches, int64_t oc_granule, bool whole_rows,
+                           bool channels_first) {
+  ForwardTiling t{};
+  const int64_t pixels = g.out[1] * g.out[2];
+  const int64_t panels = (pixels + kTileCols - 1) / kTileCols;
+  const int64_t planes = g.batch * g.groups * g.out[0];
+  const int64_t wanted = 4 * int64_t(threads);
+  const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
+  t.oc_chunks = channels_first && planes < wanted ? std::min((wanted + planes - 1) / planes, granules) : 1;
+  // Enough tiles that one tile's packed panels stay near kPackedFloatsTarget ...
+  int64_t tiles =
+      packs_patches ? std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget) : 1;
+  // ... and that every thread has some, when the planes are few.
+  const int64_t parts = planes * t.oc_chunks;
+  if (parts * tiles < wanted) tiles = (wanted + parts - 1) / parts;
+  tiles = std::min(tiles, panels);
+  t.pixel_tile = (panels + tiles - 1) / tiles * kTileCols;
+  if (whole_rows) {
+    t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
+    // Few enough rows that the tile's band (make_band: at most half the scratch) holds them.
+    const int64_t pitch = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];
+    const int64_t band_row = g.ic_per_group * ((g.kernel[0] - 1) * g.dilation[0] + 1) * pitch;
+    const int64_t rows = (int64_t(kScratchFloats) / 2 - 16) / band_row - (g.kernel[1] - 1) * g.dilation[1];
+    if (rows >= 1) t.pixel_tile = std::min(t.pixel_tile, rows * g.out[2]);
+  }
+  t.pixel_tiles = (pixels + t.pixel_tile - 1) / t.pixel_tile;
+  // Still few tiles (one small plane): split the channels too.
+  if (planes * t.oc_chunks * t.pixel_tiles < wanted) {
+    t.oc_chunks = std::min((wanted + planes * t.pixel_tiles - 1) / (planes * t.pixel_tiles), granules);
+  }
+  t.oc_chunk = (granules + t.oc_chunks - 1) / t.oc_chunks * oc_granule;
+  t.oc_chunks = (g.oc_per_group + t.oc_chunk - 1) / t.oc_chunk;
+  return t;
+}
+
+// Tier 0's tile for a problem (kDirectMaxOutputChannels says why).
+convjit_conv_tile_fn generic_tile(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  if (g.oc_per_group <= kDirectMaxOutputChannels && avx2::conv_tile_direct_supported(g)) return avx2::conv_tile_direct;
+#endif
+  return conv_tile_generic;
+}
+
+// A tile of whole stride-1 rows through a row kernel as one segment over its flattened input
+// (jit::flattens_rows): outputs on the input's grid (the columns between rows are junk, their
+// taps real inputs of neighbouring rows) into scratch, channel block by channel block, the real
+// ones copied to y. Each real output is the row kernel's chain: the generic tier's numbers. False,
+// with nothing written, when the input or the grid does not fit (the tile then goes row by row).
+// grid_g is g with y.channel = the scratch floats per channel of the largest tile's grid.
+bool run_flat_rows(const ConvGeometry& g, const ConvGeometry& grid_g, const convjit_conv_kernel& specialized,
+                   const convjit_conv_tile& tile, const InputBand& band, int64_t first_oc, int64_t end_oc,
+                   const float* w, const float* bias, float* y_tile) {
+  const int64_t rows = tile.pixel_count / g.out[2];
+  convjit_conv_tile flat = tile;
+  int64_t pitch = 0;
+  if (!flat_view(g, band, tile, &flat, &pitch)) return false;
+  flat.ow = 0;
+  flat.pixel_count = (rows - 1) * pitch + g.out[2];
+  const int64_t grid_floats = grid_g.y.channel;
+  flat.scratch = tile.scratch + band.floats;
+  flat.scratch_floats = tile.scratch_floats - band.floats;
+  const int64_t block = std::min(end_oc - first_oc, flat.scratch_floats / grid_floats);
+  if (block < 1 || flat.pixel_count < specialized.min_row_pixels || rows * pitch > grid_floats) return false;
+  float* grid = flat.scratch;
+  flat.scratch += block * grid_floats;
+  flat.scratch_floats -= block * grid_floats;
+  for (int64_t oc = first_oc; oc < end_oc; oc += block) {
+    flat.w = w + oc * g.reduction;
+    flat.bias = bias ? bias + oc : nullptr;
+    flat.y = grid;
+    flat.oc_count = std::min(block, end_oc - oc);
+    specialized.compute(&grid_g, &flat);
+    for (int64_t c = 0; c < flat.oc_count; ++c) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* from = grid + c * grid_floats + r * pitch;
+        std::copy(from, from + g.out[2], y_tile + (oc + c) * g.y.channel + r * g.y.spatial[1]);
+      }
+    }
+  }
+  return true;
+}
+
+// Whether some tap reads padding: only then are some row views copies.
+bool any_tap_reads_padding(const ConvGeometry& g) {
+  int64_t origin[3], extent[3];
+  for (int d = 0; d < 3; ++d) {
+    origin[d] = -g.pad_begin[d];
+    extent[d] = (g.out[d] - 1) * g.stride[d] + (g.kernel[d] - 1) * g.dilation[d] + 1;
+  }
+  return reads_padding(g, origin, extent);
+}
+
+// A row kernel without prepare takes any channel count and loops over channel blocks inside each
+// row, so a tile writes every channel's plane a row at a time: many interleaved write streams. With
+// few FMAs per output those writes are the bottleneck, and the tile goes kFewStreamsChannels
+// channels at a time over all its rows instead (its input, re-read per block, is small then too):
+// seed_issue NCHW (27 FMAs per output) 52-55 -> 71-74 GFLOP/s on both backends. resnet_conv1 (147)
+// was even to 16% slower, resnet_3x3_56 (576) 15% slower: there a row's input kept in L1 across the
+// channel blocks matters more.
+constexpr int64_t kFewStreamsChannels = 4;
+constexpr int64_t kFewStreamsMaxReduction = 64;
+
+bool writes_few_streams(const ConvGeometry& g, const convjit_conv_kernel* specialized) {
+  return specialized && specialized->row_kernel && !specialized->prepare && g.reduction <= kFewStreamsMaxReduction;
+}
+
+// A tile through a row kernel, segment by segment.
+void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
+              const convjit_conv_tile& tile, const InputBand& band) {
+  for_each_viewed_segment(g, specialized, tile, band, [&](convjit_conv_tile& segment, bool viewed, int64_t done) {
+    segment.y = tile.y + done * g.y.spatial[2];
+    if (viewed)
+      specialized.compute(&g, &segment);
+    else
+      generic(&g, &segment);
+  });
+}
+
+// A tile through a prepared row kernel, rows outside: each segment's view is made once and every
+// channel block of [first_oc, end_oc) runs on it, its weights packed again per segment. y_tile is
+// y at (n, channel 0, od, first pixel of the tile).
+void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn generic,
+                                  const convjit_conv_kernel& specialized, const convjit_conv_tile& tile,
+                                  const InputBand& band, int64_t first_oc, int64_t end_oc, const float* w,
+                                  const float* bias, float* y_tile, float* packed) {
+  for_each_viewed_segment(g, specialized, tile, band, [&](const convjit_conv_tile& segment, bool viewed, int64_t done) {
+    for (int64_t oc = first_oc; oc < end_oc; oc += specialized.oc_block) {
+      convjit_conv_tile block = segment;
+      block.w = w + oc * g.reduction;
+      block.bias = bias ? bias + oc : nullptr;
+      block.y = y_tile + oc * g.y.channel + done * g.y.spatial[2];
+      block.oc_count = std::min(specialized.oc_block, end_oc - oc);
+      if (viewed) {
+        specialized.prepare(&g, block.w, block.oc_count, packed);
+        specialized.compute(&g, &block);
+      } else {
+        generic(&g, &block);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
+                             const float* y, ConvGeometry* g) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, g));
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {w, "w"}, {y, "y"}}));
+  if (activation != CONVJIT_ACT_IDENTITY && activation != CONVJIT_ACT_RELU) {
+    return Status::invalid("activation = " + std::to_string(activation) +
+                           ": must be CONVJIT_ACT_IDENTITY (0) or CONVJIT_ACT_RELU (1)");
+  }
+  return Status::success();
+}
+
+std::string generic_kernel_wins(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  if (avx2::depthwise_nhwc_supported(g)) return "depthwise NHWC: the generic kernel has the groups in the vector lanes";
+  if (avx2::depthwise_nchw_supported(g)) return "depthwise up to 3x3: the generic kernel keeps the taps in registers";
+#endif
+  return {};
+}
+
+void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* specialized, int threads, const float* x,
+                      const float* w, const float* bias, bool relu, float* y) {
+#if defined(__x86_64__)
+  if (!specialized && avx2::depthwise_nhwc_supported(g)) {
+    avx2::depthwise_nhwc(g, threads, x, w, bias, relu, y);
+    return;
+  }
+  if (!specialized && avx2::depthwise_nchw_supported(g)) {
+    avx2::depthwise_nchw(g, threads, x, w, bias, relu, y);
+    return;
+  }
+#endif
+  const convjit_conv_tile_fn generic = generic_tile(g);
+  // A kernel with prepare packs the weights of oc_block channels at a time ahead of the scratch
+  // the generic tile uses.
+  const bool prepared = specialized && specialized->prepare;
+  // A problem too small to share runs on the calling thread: tile it for one, not into pieces.
+  if (g.flops() < kParallelWorkThreshold) threads = 1;
+  const bool flat = specialized && specialized->row_kernel && !prepared && jit::flattens_rows(g);
+  // A prepared kernel's tiles each pack their channels' weights and copy the input rows they read:
+  // where the weights are the larger, tasks split channels before pixels (resnet_3x3_14 NHWC 67 ->
+  // 94 GFLOP/s), else pixels (resnet_conv1 NHWC, 147 weights per channel, lost 2-8% the other way).
+  const bool packs_more_weights =
+      prepared && g.reduction * g.oc_per_group > g.ic_per_group * g.in[0] * g.in[1] * g.in[2];
+  const ForwardTiling tiling = plan_forward(g, threads, !specialized && generic == conv_tile_generic,
+                                            prepared ? specialized->oc_block : kTileRows, flat, packs_more_weights);
+  // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
+  // band's (the padded row), whichever is longer. Made only for them (a copy of the problem).
+  ConvGeometry grid_g;
+  if (flat) {
+    grid_g = g;
+    grid_g.y.channel =
+        tiling.pixel_tile / g.out[2] * std::max(g.x.spatial[1], g.out[2] + (g.kernel[2] - 1) * g.dilation[2]);
+  }
+  const int64_t pixels = g.out[1] * g.out[2];
+  const int64_t oc_block = prepared                             ? specialized->oc_block
+                           : writes_few_streams(g, specialized) ? kFewStreamsChannels
+                                                                : tiling.oc_chunk;
+  // A prepared row kernel's loops: channel blocks outside (each block's weights packed once, its
+  // rows' padded views rebuilt per block unless the tile has a band), or rows outside (views built
+  // once, weights packed per row), whichever copies less. A long padded row of many channels
+  // (conv1d_audio, too long for a band) wants the latter; without padding views are never copies
+  // (resnet_1x1_56 NHWC spent half its time repacking weights per row).
+  const int64_t view_floats = g.ic_per_group * g.kernel[0] * g.kernel[1] *
+                              ((g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
+  const bool rows_outer =
+      prepared && specialized->row_kernel && any_tap_reads_padding(g) && view_floats > g.reduction * oc_block;
+  const int64_t prepared_floats = prepared ? g.reduction * oc_block : 0;
+
+  parallel_for(threads, g.batch * g.groups * g.out[0] * tiling.tasks(), g.flops(), [&](int64_t task) {
+    const int64_t oc_chunk = task % tiling.oc_chunks;
+    const int64_t pixel_tile = task / tiling.oc_chunks % tiling.pixel_tiles;
+    int64_t plane = task / tiling.tasks();
+    const int64_t od = plane % g.out[0];
+    plane /= g.out[0];
+    const int64_t group = plane % g.groups, n = plane / g.groups;
+
+    const int64_t first_oc = group * g.oc_per_group + oc_chunk * tiling.oc_chunk;
+    const int64_t end_oc = std::min(first_oc + tiling.oc_chunk, (group + 1) * g.oc_per_group);
+    const int64_t first_pixel = pixel_tile * tiling.pixel_tile;
+    float* scratch = thread_scratch(size_t(prepared_floats) + kScratchFloats);
+    convjit_conv_tile tile;
+    tile.x = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
+    tile.od = od;
+    tile.oh = first_pixel / g.out[2];
+    tile.ow = first_pixel % g.out[2];
+    tile.pixel_count = std::min(tiling.pixel_tile, pixels - first_pixel);
+    tile.relu = relu;
+    tile.packed_weights = prepared ? scratch : nullptr;
+    tile.scratch = scratch + prepared_floats;
+    tile.scratch_floats = int64_t(kScratchFloats);
+    // A row kernel's tile copies its padded input once, for all its channel blocks.
+    const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile, flat) : InputBand{};
+    float* y_tile = y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];  // at channel 0
+    if (flat && run_flat_rows(g, grid_g, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile)) return;
+    if (rows_outer && !band.data) {
+      run_rows_then_channel_blocks(g, generic, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile, scratch);
+      return;
+    }
+    for (int64_t oc = first_oc; oc < end_oc; oc += oc_block) {
+      tile.w = w + oc * g.reduction;
+      tile.bias = bias ? bias + oc : nullptr;
+      tile.y = y + n * g.y.batch + oc * g.y.channel + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];
+      tile.oc_count = std::min(oc_block, end_oc - oc);
+      if (!specialized) {
+        generic(&g, &tile);
+        continue;
+      }
+      if (prepared) specialized->prepare(&g, tile.w, tile.oc_count, scratch);
+      if (specialized->row_kernel)
+        run_rows(g, generic, *specialized, tile, band);
+      else
+        specialized->compute(&g, &tile);
+    }
+  });
+}
+
+}  // namespace convjit::detail

@@ -1,0 +1,306 @@
+// Pooling, forward and backward, for every rank and layout. A task owns a block of channels of
+// one image and walks its output pixels; per pixel, the window is clipped to the real input once
+// and the taps are visited in row-major order with the channel block innermost (contiguous in
+// NHWC, so the compiler vectorizes it). Backward tasks own their dx block, so overlapping
+// windows accumulate without races and in an order independent of the thread count.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "geometry.hpp"
+#include "ops_internal.hpp"
+#include "patch_pack.hpp"
+#include "threads.hpp"
+
+namespace convjit::detail {
+namespace {
+
+// Channels a task walks together: each output pixel's window is clipped once for all of them. In
+// NCHW they are planes apart, so fewer: their window rows must stay in L1 between pixels.
+constexpr int64_t kNhwcChannelBlock = 64;
+constexpr int64_t kNchwChannelBlock = 16;
+
+// The real taps of one output pixel: index t of dim d is real for t in [lo[d], hi[d]).
+struct Window {
+  int64_t origin[3];  // input coordinate of tap 0
+  int64_t lo[3], hi[3];
+  int64_t real_taps() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
+};
+
+Window clip_window(const PoolGeometry& g, const int64_t o[3]) {
+  Window win;
+  for (int d = 0; d < 3; ++d) {
+    win.origin[d] = o[d] * g.stride[d] - g.pad_begin[d];
+    const bool unit = g.dilation[d] == 1;  // the common case, without two divisions per pixel
+    const int64_t lo = unit ? -win.origin[d] : ceil_div(-win.origin[d], g.dilation[d]);
+    const int64_t hi = unit ? g.in[d] - win.origin[d] : ceil_div(g.in[d] - win.origin[d], g.dilation[d]);
+    win.lo[d] = std::clamp<int64_t>(lo, 0, g.window[d]);
+    win.hi[d] = std::clamp<int64_t>(hi, win.lo[d], g.window[d]);
+  }
+  return win;
+}
+
+// Calls tap(offset of the tap's element in the image's first channel) in row-major order.
+template <typename Tap>
+void for_each_tap(const PoolGeometry& g, const Window& win, Tap&& tap) {
+  for (int64_t a = win.lo[0]; a < win.hi[0]; ++a) {
+    const int64_t plane = (win.origin[0] + a * g.dilation[0]) * g.x.spatial[0];
+    for (int64_t b = win.lo[1]; b < win.hi[1]; ++b) {
+      const int64_t row = plane + (win.origin[1] + b * g.dilation[1]) * g.x.spatial[1];
+      for (int64_t c = win.lo[2]; c < win.hi[2]; ++c) tap(row + (win.origin[2] + c * g.dilation[2]) * g.x.spatial[2]);
+    }
+  }
+}
+
+struct ChannelBlocks {
+  int64_t size, count;
+};
+
+ChannelBlocks channel_blocks(const PoolGeometry& g) {
+  const int64_t size = std::min(g.channels, g.layout == Layout::NCHW ? kNchwChannelBlock : kNhwcChannelBlock);
+  return {size, (g.channels + size - 1) / size};
+}
+
+// Runs body(n, c0, c1, output pixel index, o[3]) for every output pixel of every task.
+template <typename Body>
+void for_each_output(const PoolGeometry& g, Body&& body) {
+  const ChannelBlocks blocks = channel_blocks(g);
+  const int64_t out_pixels = g.out[0] * g.out[1] * g.out[2];
+  const int64_t taps = g.window[0] * g.window[1] * g.window[2];
+  parallel_for(g.batch * blocks.count, double(g.batch) * g.channels * out_pixels * taps, [&](int64_t task) {
+    const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
+    const int64_t c1 = std::min(g.channels, c0 + blocks.size);
+    body.begin(n, c0, c1);
+    int64_t o[3];
+    for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
+      for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+        for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
+          const int64_t y_offset =
+              n * g.y.batch + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1] + o[2] * g.y.spatial[2];
+          body.pixel(n, c0, c1, y_offset, clip_window(g, o));
+        }
+      }
+    }
+  });
+}
+
+float lp_root(float sum, float p) {
+  return p == 1.0f ? sum : p == 2.0f ? std::sqrt(sum) : std::pow(sum, 1.0f / p);
+}
+float lp_power(float magnitude, float p) {
+  return p == 1.0f ? magnitude : p == 2.0f ? magnitude * magnitude : std::pow(magnitude, p);
+}
+
+// One pooling output in the making: the running max (NaN never wins, but a window of NaNs gives
+// NaN: `seen` says a number was met) or the running sum of values or of |v|^p.
+template <PoolOp Op>
+inline void accumulate(float value, float p, float& acc, int32_t& seen) {
+  if constexpr (Op == PoolOp::Max) {
+    acc = value > acc ? value : acc;
+    seen |= int32_t(value == value);
+  } else if constexpr (Op == PoolOp::Mean) {
+    acc += value;
+  } else {
+    acc += lp_power(std::fabs(value), p);
+  }
+}
+
+template <PoolOp Op>
+inline float pool_result(float acc, int32_t seen, int64_t real_taps, float divisor, float p) {
+  if constexpr (Op == PoolOp::Max) return real_taps == 0 ? -FLT_MAX : seen ? acc : NAN;
+  if constexpr (Op == PoolOp::Mean) return real_taps == 0 ? 0.0f : acc / divisor;
+  return lp_root(acc, p);
+}
+
+template <PoolOp Op>
+struct ForwardBody {
+  const PoolGeometry& g;
+  float p;
+  const float* x;
+  float* y;
+
+  float divisor(const Window& win) const {
+    return float(g.exclude_padding ? win.real_taps() : g.window[0] * g.window[1] * g.window[2]);
+  }
+
+  void begin(int64_t, int64_t, int64_t) {}
+  void pixel(int64_t n, int64_t c0, int64_t c1, int64_t y_offset, const Window& win) {
+    float acc[kNhwcChannelBlock];
+    int32_t seen[kNhwcChannelBlock];
+    const int64_t cs = g.x.channel, count = c1 - c0;
+    const float* image = x + n * g.x.batch + c0 * cs;
+    std::fill(acc, acc + count, Op == PoolOp::Max ? -INFINITY : 0.0f);
+    std::fill(seen, seen + count, 0);
+    for_each_tap(g, win, [&](int64_t offset) {
+      const float* v = image + offset;
+      for (int64_t c = 0; c < count; ++c) accumulate<Op>(v[c * cs], p, acc[c], seen[c]);
+    });
+    float* out = y + y_offset + c0 * g.y.channel;
+    const float d = divisor(win);
+    for (int64_t c = 0; c < count; ++c) out[c * g.y.channel] = pool_result<Op>(acc[c], seen[c], win.real_taps(), d, p);
+  }
+};
+
+// The inputs at src[i * Stride] into outputs i of [0, count); Stride 0: a runtime stride.
+template <PoolOp Op, int Stride>
+void accumulate_run(const float* src, int64_t stride, int64_t count, float p, float* acc, int32_t* seen) {
+  const int64_t step = Stride ? Stride : stride;
+  for (int64_t i = 0; i < count; ++i) accumulate<Op>(src[i * step], p, acc[i], seen[i]);
+}
+
+// NCHW forward of one (image, channel) plane, a row at a time. The pixels of a row whose taps
+// along W are all real share one clipped window and go tap by tap, each tap a strided run of one
+// input row that vectorizes; the few pixels at the row's ends go one by one.
+template <PoolOp Op>
+void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y, int64_t n, int64_t c) {
+  constexpr int64_t kRun = 256;  // pixels formed at once
+  ForwardBody<Op> body{g, p, x, y};
+  const int64_t s = g.stride[2], reach = (g.window[2] - 1) * g.dilation[2];
+  const int64_t interior_begin = std::min(g.out[2], ceil_div(g.pad_begin[2], s));
+  const int64_t last_fit = g.in[2] - 1 - reach + g.pad_begin[2];  // the highest origin + pad that fits
+  int64_t interior_end = last_fit < 0 ? interior_begin : std::clamp(last_fit / s + 1, interior_begin, g.out[2]);
+  if (interior_end - interior_begin < 8) interior_end = interior_begin;  // not a vector's worth: one by one
+  const float* plane = x + n * g.x.batch + c * g.x.channel;
+  int64_t o[3];
+  for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
+    for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+      const int64_t y_row = n * g.y.batch + c * g.y.channel + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1];
+      auto one_pixel = [&](int64_t ow) {
+        o[2] = ow;
+        body.pixel(n, c, c + 1, y_row - c * g.y.channel + ow, clip_window(g, o));
+      };
+      for (int64_t ow = 0; ow < interior_begin; ++ow) one_pixel(ow);
+      for (int64_t first = interior_begin; first < interior_end; first += kRun) {
+        const int64_t count = std::min(kRun, interior_end - first);
+        o[2] = first;
+        const Window win = clip_window(g, o);  // along W every tap is real: the same for the whole run
+        float acc[kRun];
+        int32_t seen[kRun];
+        std::fill(acc, acc + count, Op == PoolOp::Max ? -INFINITY : 0.0f);
+        std::fill(seen, seen + count, 0);
+        for (int64_t a = win.lo[0]; a < win.hi[0]; ++a) {
+          for (int64_t b = win.lo[1]; b < win.hi[1]; ++b) {
+            const float* row = plane + (win.origin[0] + a * g.dilation[0]) * g.x.spatial[0] +
+                               (win.origin[1] + b * g.dilation[1]) * g.x.spatial[1] + win.origin[2];
+            for (int64_t t = 0; t < g.window[2]; ++t) {
+              const float* src = row + t * g.dilation[2];
+              if (s == 1)
+                accumulate_run<Op, 1>(src, s, count, p, acc, seen);
+              else if (s == 2)
+                accumulate_run<Op, 2>(src, s, count, p, acc, seen);
+              else
+                accumulate_run<Op, 0>(src, s, count, p, acc, seen);
+            }
+          }
+        }
+        const float d = body.divisor(win);
+        for (int64_t i = 0; i < count; ++i)
+          y[y_row + first + i] = pool_result<Op>(acc[i], seen[i], win.real_taps(), d, p);
+      }
+      for (int64_t ow = std::max(interior_begin, interior_end); ow < g.out[2]; ++ow) one_pixel(ow);
+    }
+  }
+}
+
+template <PoolOp Op>
+void forward(const PoolGeometry& g, float p, const float* x, float* y) {
+  if (g.layout == Layout::NCHW) {
+    const ChannelBlocks blocks = channel_blocks(g);
+    const double taps = double(g.out[0] * g.out[1] * g.out[2]) * g.window[0] * g.window[1] * g.window[2];
+    parallel_for(g.batch * blocks.count, taps * double(g.batch * g.channels), [&](int64_t task) {
+      const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
+      for (int64_t c = c0; c < std::min(g.channels, c0 + blocks.size); ++c) forward_plane_nchw<Op>(g, p, x, y, n, c);
+    });
+    return;
+  }
+  for_each_output(g, ForwardBody<Op>{g, p, x, y});
+}
+
+struct BackwardBody {
+  const PoolGeometry& g;
+  PoolOp op;
+  float p;
+  const float *x, *y, *dy;
+  float* dx;
+
+  void begin(int64_t n, int64_t c0, int64_t c1) {  // this task's dx block starts at zero
+    float* image = dx + n * g.x.batch;
+    const int64_t pixels = g.in[0] * g.in[1] * g.in[2];
+    if (g.layout == Layout::NCHW) {
+      std::memset(image + c0 * g.x.channel, 0, sizeof(float) * size_t((c1 - c0) * pixels));
+    } else {
+      for (int64_t q = 0; q < pixels; ++q) std::fill(image + q * g.channels + c0, image + q * g.channels + c1, 0.0f);
+    }
+  }
+
+  void pixel(int64_t n, int64_t c0, int64_t c1, int64_t y_offset, const Window& win) {
+    const int64_t cs = g.x.channel;
+    const int64_t image = n * g.x.batch + c0 * cs;
+    for (int64_t c = 0; c < c1 - c0; ++c) {
+      const int64_t yc = y_offset + (c0 + c) * g.y.channel;
+      const float grad = dy[yc];
+      if (op == PoolOp::Max) {
+        bool routed = false;  // to the first tap equal to the output, in row-major order
+        for_each_tap(g, win, [&](int64_t offset) {
+          if (!routed && x[image + offset + c * cs] == y[yc]) {
+            dx[image + offset + c * cs] += grad;
+            routed = true;
+          }
+        });
+      } else if (op == PoolOp::Mean) {
+        const int64_t divisor = g.exclude_padding ? win.real_taps() : g.window[0] * g.window[1] * g.window[2];
+        const float share = divisor == 0 ? 0.0f : grad / float(divisor);
+        for_each_tap(g, win, [&](int64_t offset) { dx[image + offset + c * cs] += share; });
+      } else {
+        const float norm = y[yc];
+        if (norm == 0.0f) continue;  // every tap is 0: the subgradient 0
+        const float scale = grad / lp_power(norm, p - 1.0f);
+        for_each_tap(g, win, [&](int64_t offset) {
+          const float v = x[image + offset + c * cs];
+          // d|v|^p/dv = p |v|^(p-1) sign(v), with sign(0) = 0 (also the subgradient for p <= 1)
+          if (v != 0.0f) dx[image + offset + c * cs] += scale * std::copysign(lp_power(std::fabs(v), p - 1.0f), v);
+        });
+      }
+    }
+  }
+};
+
+Status check_lp_norm(PoolOp op, float p) {
+  if (op != PoolOp::LpNorm || (p > 0.0f && std::isfinite(p))) return Status::success();
+  char value[32];
+  std::snprintf(value, sizeof value, "%g", double(p));
+  return Status::invalid(std::string("p = ") + value + ": Lp-norm pooling needs a finite p > 0");
+}
+
+}  // namespace
+
+Status pool_forward(PoolOp op, const convjit_pool_params* params, float p, const float* x, float* y) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  PoolGeometry g;
+  CONVJIT_RETURN_IF_ERROR(make_pool_geometry(*params, &g));
+  CONVJIT_RETURN_IF_ERROR(check_lp_norm(op, p));
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {y, "y"}}));
+  switch (op) {
+    case PoolOp::Max: forward<PoolOp::Max>(g, p, x, y); break;
+    case PoolOp::Mean: forward<PoolOp::Mean>(g, p, x, y); break;
+    case PoolOp::LpNorm: forward<PoolOp::LpNorm>(g, p, x, y); break;
+  }
+  return Status::success();
+}
+
+Status pool_backward(PoolOp op, const convjit_pool_params* params, float p, const float* x, const float* y,
+                     const float* dy, float* dx) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  PoolGeometry g;
+  CONVJIT_RETURN_IF_ERROR(make_pool_geometry(*params, &g));
+  CONVJIT_RETURN_IF_ERROR(check_lp_norm(op, p));
+  if (op != PoolOp::Mean) CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {y, "y"}}));
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{dy, "dy"}, {dx, "dx"}}));
+  for_each_output(g, BackwardBody{g, op, p, x, y, dy, dx});
+  return Status::success();
+}
+
+}  // namespace convjit::detail

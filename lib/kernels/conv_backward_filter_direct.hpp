@@ -1,0 +1,14 @@
+// Backward filter for NCHW with few channels (the seed network's 1-3) and kernels up to 7 wide:
+// one task per (group, oc, ic) keeps a vector accumulator per tap of a kernel row in registers and
+// runs over every image and output row, so no patch is packed. Deterministic: each dw element has one owner and a fixed
+// order (lanes accumulate pixels ow = lane mod 8, then a fixed horizontal sum). AVX2/FMA only.
+#pragma once
+
+#include "geometry.hpp"
+
+namespace convjit::detail::avx2 {
+
+bool backward_filter_direct_supported(const ConvGeometry& g);
+void backward_filter_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw);
+
+}  // namespace convjit::detail::avx2

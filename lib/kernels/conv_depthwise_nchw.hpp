@@ -1,0 +1,17 @@
+// Tier 0's forward for NCHW depthwise convolution (one input and one output channel per group)
+// with kernels up to 3x3: a channel's taps stay broadcast in registers for its whole plane, so each
+// tap of each 8-pixel vector is one load and one FMA (the general direct tile reloads the weight
+// for every tap of every pixel block). Each output is the chain of jit/abi/conv_tile_abi.h (taps in
+// weight order from 0.0f, then bias, then relu); taps in the padding are masked lanes or skipped
+// rows (zero products). AVX2/FMA only.
+#pragma once
+
+#include "geometry.hpp"
+
+namespace convjit::detail::avx2 {
+
+bool depthwise_nchw_supported(const ConvGeometry& g);
+void depthwise_nchw(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
+                    float* y);
+
+}  // namespace convjit::detail::avx2

@@ -1,0 +1,43 @@
+#include "gemm_tile.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace convjit::detail {
+namespace {
+
+// The portable tile, for hosts without AVX2/FMA: the same chain per element, with std::fma.
+void gemm_tile_portable(const GemmTile& t) {
+  for (int i = 0; i < t.rows; ++i) {
+    const float* a_row = t.a + i * t.a_row_stride;
+    for (int j = 0; j < t.cols; ++j) {
+      float* c = t.c + i * t.c_row_stride + j * t.c_col_stride;
+      float acc = t.accumulate ? *c : 0.0f;
+      for (int64_t r = 0; r < t.k; ++r) {
+        const float b = t.b_rows ? t.b_rows[r][j] : t.b[r * kTileCols + j];
+        acc = std::fma(a_row[r * t.a_step], b, acc);
+      }
+      if (t.bias) acc += t.bias[i];
+      if (t.relu) acc = std::max(acc, 0.0f);
+      *c = acc;
+    }
+  }
+}
+
+using GemmTileFn = void (*)(const GemmTile&);
+
+GemmTileFn select_gemm_tile() {
+#if defined(__x86_64__)
+  if (avx2::supported()) return avx2::gemm_tile;
+#endif
+  return gemm_tile_portable;
+}
+
+}  // namespace
+
+void gemm_tile(const GemmTile& tile) {
+  static const GemmTileFn fn = select_gemm_tile();
+  fn(tile);
+}
+
+}  // namespace convjit::detail

@@ -1,0 +1,41 @@
+// Validated problems, normalized for the kernels: every rank becomes 3 spatial dims (D, H, W),
+// the missing outer ones of size 1, and every tensor is addressed through element strides, so
+// one kernel serves 1D/2D/3D and both layouts.
+#pragma once
+
+#include <cstdint>
+
+#include "convjit/dims.hpp"
+#include "conv_tile_abi.h"
+#include "status.hpp"
+
+namespace convjit::detail {
+
+// The normalized convolution problem is the tile ABI's struct; lib/ only adds helpers.
+struct ConvGeometry : convjit_conv_problem {
+  // Weights of output channel oc are w[oc * reduction + k]; k enumerates (ic, tap) in OIHW
+  // order for NCHW and (tap, ic) in OHWI order for NHWC.
+  int64_t ic_of(int64_t k) const { return layout == CONVJIT_NCHW ? k / taps : k % ic_per_group; }
+  int64_t tap_of(int64_t k) const { return layout == CONVJIT_NCHW ? k % taps : k / ic_per_group; }
+  int64_t out_pixels() const { return out[0] * out[1] * out[2]; }
+  double flops() const { return 2.0 * double(batch) * double(out_channels) * double(out_pixels()) * double(reduction); }
+};
+
+// Element strides of one activation tensor, as in convjit_conv_problem.
+struct TensorStrides {
+  int64_t batch, channel, spatial[3];
+};
+
+struct PoolGeometry {
+  Layout layout;
+  bool exclude_padding;
+  int64_t batch, channels;
+  int64_t in[3], out[3], window[3], stride[3], dilation[3], pad_begin[3];
+  TensorStrides x, y;
+};
+
+// Validate and normalize; the only place that decides whether a problem is well-formed.
+Status make_conv_geometry(const convjit_conv_params& params, ConvGeometry* geometry);
+Status make_pool_geometry(const convjit_pool_params& params, PoolGeometry* geometry);
+
+}  // namespace convjit::detail

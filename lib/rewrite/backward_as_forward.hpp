@@ -1,0 +1,22 @@
+// Backward data as a forward convolution. With stride 1, dx is the forward convolution of dy
+// with the weights transposed (in <-> out channels per group) and flipped (the other mode), under
+// padding dilation*(k-1) - pad on each side. That lets backward data run on the forward path,
+// JIT tier included, whose numbers are the same on every tier.
+#pragma once
+
+#include "convjit/convjit.h"
+#include "geometry.hpp"
+
+namespace convjit::detail {
+
+// Weights beyond this many floats are not transposed (the copy lives in a per-thread buffer).
+inline constexpr int64_t kMaxTransposedWeights = int64_t(1) << 18;
+
+// True when backward data of g can run as a forward convolution: fills *forward (the problem
+// whose input is dy and output dx) and says how many floats the transposed weights take.
+bool backward_data_as_forward(const ConvGeometry& g, const convjit_conv_params& params, convjit_conv_params* forward);
+
+// w_t = the weights of `forward` (see above) from the weights w of g.
+void transpose_weights(const ConvGeometry& g, const float* w, float* w_t);
+
+}  // namespace convjit::detail

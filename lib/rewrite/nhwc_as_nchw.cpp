@@ -1,0 +1,82 @@
+#include "nhwc_as_nchw.hpp"
+
+#include <algorithm>
+
+#include "conv_forward.hpp"
+#include "threads.hpp"
+
+namespace convjit::detail {
+namespace {
+
+// The copies live in a per-thread buffer that is kept for later calls; beyond this many floats
+// (x, w and y together: 64 MiB) a problem stays NHWC rather than hold that much per thread.
+constexpr int64_t kMaxCopiedFloats = int64_t(16) << 20;
+
+// One image, [pixel][channel] <-> [channel][pixel]. Channels: a compile-time count (the few of
+// the problems here, so the compiler vectorizes across pixels), or 0 for a runtime count.
+// Pixels go in blocks, so with many channels the block's rows stay in cache across channels.
+template <int Channels>
+void transpose_image(int64_t pixels, int64_t runtime_channels, const float* src, float* dst, bool to_nchw) {
+  constexpr int64_t kBlock = 256;
+  const int64_t channels = Channels ? Channels : runtime_channels;
+  for (int64_t first = 0; first < pixels; first += kBlock) {
+    const int64_t end = std::min(pixels, first + kBlock);
+    for (int64_t c = 0; c < channels; ++c) {
+      if (to_nchw) {
+        for (int64_t p = first; p < end; ++p) dst[c * pixels + p] = src[p * channels + c];
+      } else {
+        for (int64_t p = first; p < end; ++p) dst[p * channels + c] = src[c * pixels + p];
+      }
+    }
+  }
+}
+
+void transpose_images(int64_t images, int64_t pixels, int64_t channels, const float* src, float* dst, bool to_nchw,
+                      int threads) {
+  using Transpose = void (*)(int64_t, int64_t, const float*, float*, bool);
+  constexpr Transpose kFew[] = {transpose_image<0>, transpose_image<1>, transpose_image<2>,
+                                transpose_image<3>, transpose_image<4>, transpose_image<5>,
+                                transpose_image<6>, transpose_image<7>, transpose_image<8>};
+  const Transpose transpose = channels <= 8 ? kFew[channels] : transpose_image<0>;
+  const int64_t image = pixels * channels;
+  parallel_for(threads, images, double(images * image),
+               [&](int64_t n) { transpose(pixels, channels, src + n * image, dst + n * image, to_nchw); });
+}
+
+}  // namespace
+
+bool nhwc_runs_as_nchw(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  // Depthwise with one channel per group has an NHWC kernel of its own (lanes across groups); the
+  // NCHW direct kernels take stride 1 or 2 along W.
+  const bool depthwise = g.ic_per_group == 1 && g.oc_per_group == 1;
+  const int64_t copied = g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels()) +
+                         g.out_channels * g.reduction;
+  return g.layout == CONVJIT_NHWC && g.oc_per_group <= kDirectMaxOutputChannels && !depthwise &&
+         (g.stride[2] == 1 || g.stride[2] == 2) && copied <= kMaxCopiedFloats;
+#else
+  (void)g;
+  return false;
+#endif
+}
+
+NchwCopies copy_to_nchw(const ConvGeometry& g, const convjit_conv_params& params, const float* x, const float* w,
+                        int threads) {
+  const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();
+  const int64_t x_floats = g.batch * g.in_channels * in_pixels, w_floats = g.out_channels * g.reduction;
+  float* copies = thread_layout_copies(size_t(x_floats + w_floats + g.batch * g.out_channels * out_pixels));
+  float* x_nchw = copies;
+  float* w_oihw = copies + x_floats;
+  transpose_images(g.batch, in_pixels, g.in_channels, x, x_nchw, true, threads);
+  // Weights per output channel: [tap][ic] (OHWI) -> [ic][tap] (OIHW).
+  transpose_images(g.out_channels, g.taps, g.ic_per_group, w, w_oihw, true, 1);
+  NchwCopies c{params, x_nchw, w_oihw, w_oihw + w_floats};
+  c.params.layout = CONVJIT_NCHW;
+  return c;
+}
+
+void copy_output_to_nhwc(const ConvGeometry& g, const NchwCopies& copies, float* y, int threads) {
+  transpose_images(g.batch, g.out_pixels(), g.out_channels, copies.y, y, false, threads);
+}
+
+}  // namespace convjit::detail

@@ -1,0 +1,78 @@
+// The hot-shape detector's table: one slot per configuration (op, dims, layout, mode, post-op),
+// found without a lock on every call. Bounded: when a configuration's probe window is full, the
+// slot with the fewest recent calls is recycled, so a stream of distinct shapes cannot grow it.
+//
+// A recycled slot may be read by a racing call for the old configuration: it then counts one call
+// on the new one. Results never depend on the table: a slot's kernel is used only after its
+// specialization key is checked against the call's own.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "convjit/convjit.h"
+#include "backend.hpp"
+
+namespace convjit::detail {
+
+enum class SlotState : int { Cold = 0, Queued = 1, Compiled = 2, Failed = 3, Declined = 4 };
+
+struct ConfigSlot {
+  std::atomic<uint64_t> id{0};  // configuration hash, never 0; 0 = empty
+  std::atomic<int64_t> calls{0}, calls_jit{0};
+  std::atomic<int64_t> sampled_ns_generic{0}, samples_generic{0}, sampled_ns_jit{0}, samples_jit{0};
+  std::atomic<const jit::CompiledKernel*> kernel{nullptr};
+  std::atomic<int> state{int(SlotState::Cold)};
+  std::atomic<int64_t> calls_at_aging{0};  // recent calls = calls - calls_at_aging
+  // Tier timeline, nanoseconds since the runtime started; -1: not yet.
+  std::atomic<int64_t> first_call_ns{-1}, hot_ns{-1}, kernel_ns{-1};
+
+  // What stats and verbose lines read: written and read under the table's mutex only, and
+  // allocated when the slot is first used, so an empty table costs little memory to create.
+  struct Details {
+    convjit_conv_params params{};
+    int32_t activation = 0;
+    bool has_bias = false;
+    std::string failure;
+    double compile_us = 0;
+  };
+  std::unique_ptr<Details> details;
+};
+
+class ConfigTable {
+ public:
+  explicit ConfigTable(int64_t capacity);
+
+  // The configuration's slot, inserting it (and recycling a cold one) if needed. *inserted tells
+  // whether this call created it.
+  ConfigSlot& find_or_insert(uint64_t id, const convjit_conv_params& params, int32_t activation, bool has_bias,
+                             bool* inserted);
+
+  // Runs fn(slot) for every occupied slot, under the mutex (fn may read the non-atomic fields).
+  template <typename Fn>
+  void for_each(Fn&& fn) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int64_t i = 0; i < capacity_; ++i) {
+      if (slots_[i].id.load(std::memory_order_acquire) != 0) fn(slots_[i]);
+    }
+  }
+  std::mutex& mutex() { return mutex_; }
+  int64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr int64_t kProbeWindow = 8;
+  ConfigSlot* find(uint64_t id);
+
+  int64_t capacity_, mask_;
+  std::unique_ptr<ConfigSlot[]> slots_;
+  std::mutex mutex_;
+  std::atomic<int64_t> evictions_{0};
+};
+
+// Hash of everything that makes a configuration (entries beyond rank ignored); never 0.
+uint64_t configuration_id(const convjit_conv_params& params, int32_t activation, bool has_bias);
+
+}  // namespace convjit::detail

@@ -1,0 +1,75 @@
+// Runtime internals: the detector, the kernel cache, the compile worker and the per-call
+// dispatch. Tests construct runtimes with their own backend (fault injection) through here.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "convjit/runtime.hpp"
+#include "backend.hpp"
+#include "config_table.hpp"
+#include "geometry.hpp"
+#include "kernel_cache.hpp"
+
+namespace convjit {
+
+struct Runtime::Impl {
+  // backend null: the generic tier only, for unavailable_reason.
+  Impl(const Policy& policy, std::unique_ptr<jit::Backend> backend, std::string unavailable_reason);
+  ~Impl();
+
+  detail::Status conv_forward(const convjit_conv_params* params, const float* x, const float* w, const float* bias,
+                              int32_t activation, float* y);
+  // As a forward convolution where it can be (lib/rewrite/backward_as_forward.hpp), else generic.
+  detail::Status conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w, float* dx);
+  RuntimeStats stats();
+  void wait_for_compiles();
+
+  const Policy policy;
+
+ private:
+  struct CompileRequest {
+    jit::SpecKey key;
+    detail::ConfigSlot* slot;
+    uint64_t slot_id;
+    bool warm;  // requested by the warm start, not by a call
+  };
+
+  void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key, bool warm = false);
+  void start_warm();
+  void wait_for_slot(detail::ConfigSlot& slot);  // until its queued compile has finished
+  void save_hot_configurations();
+  // Why a hot configuration stays generic (policy decline_slower), or empty: tier 0's own kernel
+  // wins, whatever the backend, or the backend expects to lose.
+  std::string declined_because(const detail::ConvGeometry& g, const jit::SpecKey& key) const;
+  void decline(detail::ConfigSlot& slot, uint64_t id, const std::string& reason);
+  void compile(const CompileRequest& request);  // in the worker, or inline
+  void worker_loop();
+
+  int64_t now_ns() const;  // since the runtime started: the timeline's clock
+
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::unique_ptr<jit::Backend> backend_;  // null: generic tier only
+  std::string backend_unavailable_reason_;
+  detail::ConfigTable table_;
+  detail::KernelCache cache_;
+
+  std::mutex compile_serial_;  // one backend compile at a time
+  std::mutex compile_mutex_;   // guards the queue and the counters below
+  std::condition_variable work_ready_, work_done_;
+  std::deque<CompileRequest> queue_;
+  int64_t in_flight_ = 0, compiles_ = 0, compile_failures_ = 0;
+  std::atomic<int64_t> warm_pending_{0};  // warm-start compiles not finished
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+// The backend a policy asks for, or null with the reason.
+std::unique_ptr<jit::Backend> select_backend(Backend wanted, std::string* reason);
+
+}  // namespace convjit

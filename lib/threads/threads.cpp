@@ -1,0 +1,74 @@
+#include "threads.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+namespace convjit::detail {
+namespace {
+
+int default_thread_count() {
+  if (const char* env = std::getenv("CONVJIT_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return omp_get_max_threads();
+}
+
+std::atomic<int> configured_threads{0};  // 0: not chosen yet
+
+struct AlignedFree {
+  void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+
+}  // namespace
+
+int thread_count() {
+  int n = configured_threads.load(std::memory_order_relaxed);
+  if (n > 0) return n;
+  n = default_thread_count();
+  configured_threads.store(n, std::memory_order_relaxed);
+  return n;
+}
+
+void set_thread_count(int threads) {
+  configured_threads.store(threads > 0 ? threads : default_thread_count());
+}
+
+namespace {
+
+struct ThreadBuffer {
+  std::unique_ptr<float[], AlignedFree> data;
+  size_t capacity = 0;
+
+  float* at_least(size_t floats) {
+    if (floats > capacity) {
+      data.reset(static_cast<float*>(::operator new[](floats * sizeof(float), std::align_val_t(64))));
+      capacity = floats;
+    }
+    return data.get();
+  }
+};
+
+}  // namespace
+
+float* thread_scratch(size_t floats) {
+  thread_local ThreadBuffer buffer;
+  return buffer.at_least(std::max(floats, kScratchFloats));
+}
+
+float* thread_operands(size_t floats) {
+  thread_local ThreadBuffer buffer;
+  return buffer.at_least(floats);
+}
+
+float* thread_layout_copies(size_t floats) {
+  thread_local ThreadBuffer buffer;
+  return buffer.at_least(floats);
+}
+
+}  // namespace convjit::detail
