@@ -29,6 +29,12 @@ if ((${#missing[@]})); then
   fi
   echo "bootstrap: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  log=$(mktemp /tmp/convjit-bootstrap.XXXXXX.log)
+  if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    echo "bootstrap: apt-get failed (whole log: $log)" >&2
+    exit 1
+  fi
+  rm -f "$log"
+  echo "bootstrap: installed ${#missing[@]} packages"
 fi
