@@ -35,11 +35,8 @@ class Backend {
 // The driver runs a row kernel over several whole output rows as one segment (NCHW, stride 1,
 // rows shorter than kFlatRowsBelow, of which at least 80% of the grid is real outputs): the
 // input view flattened (one row pitch for W and H), outputs computed on that padded grid into
-// scratch and the real ones copied out. Measured against row by row: seed_chain 1.3-1.85x,
-// resnet_3x3_14 1.4x, resnet_3x3_28 1.2x; with rows of 32-63 pixels repeated A/B runs disagreed
-// (resnet_3x3_56 +14% then -5%, seed_issue -12%); with more junk (the kernel's W reach) the
-// generic tier won (resnet_3x3_7, 7 of 9 columns: 53-57 vs 69 GFLOP/s) and rows of 16 or more
-// ran faster one by one (7x7 on 20 columns).
+// scratch and the real ones copied out. Where the bounds come from: bench/RESULTS.md, "Why the
+// tier rules are what they are".
 inline constexpr int64_t kFlatRowsBelow = 32;
 inline bool flattens_rows(const convjit_conv_problem& p) {
   if (p.layout != CONVJIT_NCHW || p.stride[1] != 1 || p.stride[2] != 1 || p.out[2] >= kFlatRowsBelow) return false;

@@ -12,7 +12,7 @@ namespace convjit::jit::xbyak {
 
 // Register blocking of the NHWC kernel, by the key's channel class: 6 pixels x 16 channels, or,
 // for 32 or more channels per group, 3 pixels x 32 channels. Both fill 12 accumulators; the wide
-// block broadcasts 3 inputs per 12 FMAs instead of 6 (resnet_3x3_56: 66 -> ~90 GFLOP/s).
+// block broadcasts 3 inputs per 12 FMAs instead of 6 (bench/RESULTS.md, "Why the tier rules ...").
 struct NhwcPlan {
   int pixels, vectors;
   int oc_block() const { return 8 * vectors; }

@@ -9,6 +9,9 @@
 namespace convjit::jit {
 namespace {
 
+// The shortest NHWC output row the kernels take (bench/RESULTS.md, "Why the tier rules ...").
+constexpr int64_t kNhwcMinRowPixels = 12;
+
 class XbyakBackend : public Backend {
  public:
   const char* name() const override { return "xbyak"; }
@@ -22,12 +25,12 @@ class XbyakBackend : public Backend {
   // Row kernels block pixels along W (jit/abi/backend.hpp: short_rows_reason). NHWC kernels block 16
   // or 32 output channels; with fewer than 4 per group they mostly compute zeros.
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
-    // NHWC: 12, not its 3- or 6-pixel block: shorter rows waste a quarter of their blocks and pay the
-    // weights' packing for few pixels (512 channels, 3x3: rows of 7 ran 41-44 vs 62-69 GFLOP/s
-    // generic, of 10 60-78 vs 65-69, of 14 88-94 vs 53-76).
-    const int64_t block = key.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(xbyak::plan_nchw(key)) : 12;
+    // NHWC: not its 3- or 6-pixel block: shorter rows waste a quarter of their blocks and pay the
+    // weights' packing for few pixels (bench/RESULTS.md, "Why the tier rules ...").
+    const int64_t block =
+        key.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(xbyak::plan_nchw(key)) : kNhwcMinRowPixels;
     if (std::string why = short_rows_reason(p, block); !why.empty()) return why;
-    if (key.layout == CONVJIT_NCHW && key.stride[2] == 2 && p.taps == 1) {  // resnet_1x1_s2: 53 vs 90 GFLOP/s
+    if (key.layout == CONVJIT_NCHW && key.stride[2] == 2 && p.taps == 1) {  // bench/RESULTS.md, tier rules
       return "1x1 kernel with stride 2: the shuffles cost more than the generic tile's packing";
     }
     if (key.layout == CONVJIT_NHWC && p.oc_per_group < 4) {

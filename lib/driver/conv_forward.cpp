@@ -30,21 +30,30 @@ struct ForwardTiling {
   int64_t tasks() const { return pixel_tiles * oc_chunks; }  // per (n, group, od)
 };
 
-// packs_patches: the tile packs im2col panels (so tiles are sized to keep them in L2); other
-// tiles (direct, row kernels) take whole planes unless the threads need more tasks.
-// oc_granule: channel chunks are multiples of it (the register tile's rows, or a prepare block).
-// whole_rows: tiles start and end at row boundaries (flattened row kernels).
-// channels_first: the threads' tasks come from channel chunks before pixel tiles (a prepared
-// kernel packs its weights per tile: more pixel tiles pack them again, more chunks do not).
-ForwardTiling plan_forward(const ConvGeometry& g, int threads, bool packs_patches, int64_t oc_granule, bool whole_rows,
-                           bool channels_first) {
+// What the kernel that runs asks of its tiles.
+struct TileNeeds {
+  // The tile packs im2col panels (so tiles are sized to keep them in L2); other tiles (direct,
+  // row kernels) take whole planes unless the threads need more tasks.
+  bool packs_patches;
+  // Channel chunks are multiples of it (the register tile's rows, or a prepare block).
+  int64_t oc_granule;
+  // Tiles start and end at row boundaries (flattened row kernels).
+  bool whole_rows;
+  // The threads' tasks come from channel chunks before pixel tiles (a prepared kernel packs its
+  // weights per tile: more pixel tiles pack them again, more chunks do not).
+  bool channels_first;
+};
+
+ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& needs) {
+  const bool packs_patches = needs.packs_patches, whole_rows = needs.whole_rows;
+  const int64_t oc_granule = needs.oc_granule;
   ForwardTiling t{};
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t panels = (pixels + kTileCols - 1) / kTileCols;
   const int64_t planes = g.batch * g.groups * g.out[0];
   const int64_t wanted = 4 * int64_t(threads);
   const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
-  t.oc_chunks = channels_first && planes < wanted ? std::min((wanted + planes - 1) / planes, granules) : 1;
+  t.oc_chunks = needs.channels_first && planes < wanted ? std::min((wanted + planes - 1) / planes, granules) : 1;
   // Enough tiles that one tile's packed panels stay near kPackedFloatsTarget ...
   int64_t tiles =
       packs_patches ? std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget) : 1;
@@ -131,10 +140,9 @@ bool any_tap_reads_padding(const ConvGeometry& g) {
 // A row kernel without prepare takes any channel count and loops over channel blocks inside each
 // row, so a tile writes every channel's plane a row at a time: many interleaved write streams. With
 // few FMAs per output those writes are the bottleneck, and the tile goes kFewStreamsChannels
-// channels at a time over all its rows instead (its input, re-read per block, is small then too):
-// seed_issue NCHW (27 FMAs per output) 52-55 -> 71-74 GFLOP/s on both backends. resnet_conv1 (147)
-// was even to 16% slower, resnet_3x3_56 (576) 15% slower: there a row's input kept in L1 across the
-// channel blocks matters more.
+// channels at a time over all its rows instead (its input, re-read per block, is small then too);
+// with more FMAs a row's input kept in L1 across the channel blocks matters more
+// (bench/RESULTS.md, "Why the tier rules ...").
 constexpr int64_t kFewStreamsChannels = 4;
 constexpr int64_t kFewStreamsMaxReduction = 64;
 
@@ -178,6 +186,111 @@ void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn ge
   });
 }
 
+// How one forward call runs: chosen once per call, before any task.
+struct ForwardPlan {
+  convjit_conv_tile_fn generic;
+  const convjit_conv_kernel* specialized;
+  bool prepared;    // the kernel packs the weights of oc_block channels ahead of the scratch
+  bool flat;        // tiles of whole rows go to the row kernel as one flattened segment
+  bool rows_outer;  // a prepared row kernel's rows outside its channel blocks
+  int64_t oc_block, prepared_floats;
+  ForwardTiling tiling;
+  ConvGeometry grid_g;  // flat only: g with y.channel = the scratch floats of the largest tile's grid
+};
+
+ForwardPlan plan_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* specialized, int threads) {
+  ForwardPlan p{};
+  p.generic = generic_tile(g);
+  p.specialized = specialized;
+  p.prepared = specialized && specialized->prepare;
+  // A problem too small to share runs on the calling thread: tile it for one, not into pieces.
+  if (g.flops() < kParallelWorkThreshold) threads = 1;
+  p.flat = specialized && specialized->row_kernel && !p.prepared && jit::flattens_rows(g);
+  // A prepared kernel's tiles each pack their channels' weights and copy the input rows they read:
+  // where the weights are the larger, tasks split channels before pixels, else pixels
+  // (bench/RESULTS.md, "Why the tier rules ...").
+  const bool packs_more_weights =
+      p.prepared && g.reduction * g.oc_per_group > g.ic_per_group * g.in[0] * g.in[1] * g.in[2];
+  p.tiling = plan_tiling(g, threads,
+                         {.packs_patches = !specialized && p.generic == conv_tile_generic,
+                          .oc_granule = p.prepared ? specialized->oc_block : kTileRows,
+                          .whole_rows = p.flat,
+                          .channels_first = packs_more_weights});
+  // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
+  // band's (the padded row), whichever is longer. Made only for them (a copy of the problem).
+  if (p.flat) {
+    p.grid_g = g;
+    p.grid_g.y.channel =
+        p.tiling.pixel_tile / g.out[2] * std::max(g.x.spatial[1], g.out[2] + (g.kernel[2] - 1) * g.dilation[2]);
+  }
+  p.oc_block = p.prepared                             ? specialized->oc_block
+               : writes_few_streams(g, specialized) ? kFewStreamsChannels
+                                                    : p.tiling.oc_chunk;
+  // A prepared row kernel's loops: channel blocks outside (each block's weights packed once, its
+  // rows' padded views rebuilt per block unless the tile has a band), or rows outside (views built
+  // once, weights packed per row), whichever copies less. A long padded row of many channels
+  // (conv1d_audio, too long for a band) wants the latter; without padding views are never copies
+  // (resnet_1x1_56 NHWC spent half its time repacking weights per row).
+  const int64_t view_floats = g.ic_per_group * g.kernel[0] * g.kernel[1] *
+                              ((g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
+  p.rows_outer =
+      p.prepared && specialized->row_kernel && any_tap_reads_padding(g) && view_floats > g.reduction * p.oc_block;
+  p.prepared_floats = p.prepared ? g.reduction * p.oc_block : 0;
+  return p;
+}
+
+// One task of the plan: a pixel tile of one output plane (n, group, od) for one channel chunk.
+void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task, const float* x, const float* w,
+                      const float* bias, bool relu, float* y) {
+  const ForwardTiling& tiling = p.tiling;
+  const convjit_conv_kernel* specialized = p.specialized;
+  const int64_t oc_chunk = task % tiling.oc_chunks;
+  const int64_t pixel_tile = task / tiling.oc_chunks % tiling.pixel_tiles;
+  int64_t plane = task / tiling.tasks();
+  const int64_t od = plane % g.out[0];
+  plane /= g.out[0];
+  const int64_t group = plane % g.groups, n = plane / g.groups;
+
+  const int64_t pixels = g.out[1] * g.out[2];
+  const int64_t first_oc = group * g.oc_per_group + oc_chunk * tiling.oc_chunk;
+  const int64_t end_oc = std::min(first_oc + tiling.oc_chunk, (group + 1) * g.oc_per_group);
+  const int64_t first_pixel = pixel_tile * tiling.pixel_tile;
+  float* scratch = thread_scratch(size_t(p.prepared_floats) + kScratchFloats);
+  convjit_conv_tile tile;
+  tile.x = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
+  tile.od = od;
+  tile.oh = first_pixel / g.out[2];
+  tile.ow = first_pixel % g.out[2];
+  tile.pixel_count = std::min(tiling.pixel_tile, pixels - first_pixel);
+  tile.relu = relu;
+  tile.packed_weights = p.prepared ? scratch : nullptr;
+  tile.scratch = scratch + p.prepared_floats;
+  tile.scratch_floats = int64_t(kScratchFloats);
+  // A row kernel's tile copies its padded input once, for all its channel blocks.
+  const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile, p.flat) : InputBand{};
+  float* y_tile = y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];  // at channel 0
+  if (p.flat && run_flat_rows(g, p.grid_g, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile)) return;
+  if (p.rows_outer && !band.data) {
+    run_rows_then_channel_blocks(g, p.generic, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile, scratch);
+    return;
+  }
+  for (int64_t oc = first_oc; oc < end_oc; oc += p.oc_block) {
+    tile.w = w + oc * g.reduction;
+    tile.bias = bias ? bias + oc : nullptr;
+    tile.y = y + n * g.y.batch + oc * g.y.channel + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];
+    tile.oc_count = std::min(p.oc_block, end_oc - oc);
+    if (!specialized) {
+      p.generic(&g, &tile);
+      continue;
+    }
+    if (p.prepared) specialized->prepare(&g, tile.w, tile.oc_count, scratch);
+    if (specialized->row_kernel)
+      run_rows(g, p.generic, *specialized, tile, band);
+    else
+      specialized->compute(&g, &tile);
+  }
+}
+
 }  // namespace
 
 Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
@@ -212,89 +325,9 @@ void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* speciali
     return;
   }
 #endif
-  const convjit_conv_tile_fn generic = generic_tile(g);
-  // A kernel with prepare packs the weights of oc_block channels at a time ahead of the scratch
-  // the generic tile uses.
-  const bool prepared = specialized && specialized->prepare;
-  // A problem too small to share runs on the calling thread: tile it for one, not into pieces.
-  if (g.flops() < kParallelWorkThreshold) threads = 1;
-  const bool flat = specialized && specialized->row_kernel && !prepared && jit::flattens_rows(g);
-  // A prepared kernel's tiles each pack their channels' weights and copy the input rows they read:
-  // where the weights are the larger, tasks split channels before pixels (resnet_3x3_14 NHWC 67 ->
-  // 94 GFLOP/s), else pixels (resnet_conv1 NHWC, 147 weights per channel, lost 2-8% the other way).
-  const bool packs_more_weights =
-      prepared && g.reduction * g.oc_per_group > g.ic_per_group * g.in[0] * g.in[1] * g.in[2];
-  const ForwardTiling tiling = plan_forward(g, threads, !specialized && generic == conv_tile_generic,
-                                            prepared ? specialized->oc_block : kTileRows, flat, packs_more_weights);
-  // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
-  // band's (the padded row), whichever is longer. Made only for them (a copy of the problem).
-  ConvGeometry grid_g;
-  if (flat) {
-    grid_g = g;
-    grid_g.y.channel =
-        tiling.pixel_tile / g.out[2] * std::max(g.x.spatial[1], g.out[2] + (g.kernel[2] - 1) * g.dilation[2]);
-  }
-  const int64_t pixels = g.out[1] * g.out[2];
-  const int64_t oc_block = prepared                             ? specialized->oc_block
-                           : writes_few_streams(g, specialized) ? kFewStreamsChannels
-                                                                : tiling.oc_chunk;
-  // A prepared row kernel's loops: channel blocks outside (each block's weights packed once, its
-  // rows' padded views rebuilt per block unless the tile has a band), or rows outside (views built
-  // once, weights packed per row), whichever copies less. A long padded row of many channels
-  // (conv1d_audio, too long for a band) wants the latter; without padding views are never copies
-  // (resnet_1x1_56 NHWC spent half its time repacking weights per row).
-  const int64_t view_floats = g.ic_per_group * g.kernel[0] * g.kernel[1] *
-                              ((g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
-  const bool rows_outer =
-      prepared && specialized->row_kernel && any_tap_reads_padding(g) && view_floats > g.reduction * oc_block;
-  const int64_t prepared_floats = prepared ? g.reduction * oc_block : 0;
-
-  parallel_for(threads, g.batch * g.groups * g.out[0] * tiling.tasks(), g.flops(), [&](int64_t task) {
-    const int64_t oc_chunk = task % tiling.oc_chunks;
-    const int64_t pixel_tile = task / tiling.oc_chunks % tiling.pixel_tiles;
-    int64_t plane = task / tiling.tasks();
-    const int64_t od = plane % g.out[0];
-    plane /= g.out[0];
-    const int64_t group = plane % g.groups, n = plane / g.groups;
-
-    const int64_t first_oc = group * g.oc_per_group + oc_chunk * tiling.oc_chunk;
-    const int64_t end_oc = std::min(first_oc + tiling.oc_chunk, (group + 1) * g.oc_per_group);
-    const int64_t first_pixel = pixel_tile * tiling.pixel_tile;
-    float* scratch = thread_scratch(size_t(prepared_floats) + kScratchFloats);
-    convjit_conv_tile tile;
-    tile.x = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
-    tile.od = od;
-    tile.oh = first_pixel / g.out[2];
-    tile.ow = first_pixel % g.out[2];
-    tile.pixel_count = std::min(tiling.pixel_tile, pixels - first_pixel);
-    tile.relu = relu;
-    tile.packed_weights = prepared ? scratch : nullptr;
-    tile.scratch = scratch + prepared_floats;
-    tile.scratch_floats = int64_t(kScratchFloats);
-    // A row kernel's tile copies its padded input once, for all its channel blocks.
-    const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile, flat) : InputBand{};
-    float* y_tile = y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];  // at channel 0
-    if (flat && run_flat_rows(g, grid_g, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile)) return;
-    if (rows_outer && !band.data) {
-      run_rows_then_channel_blocks(g, generic, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile, scratch);
-      return;
-    }
-    for (int64_t oc = first_oc; oc < end_oc; oc += oc_block) {
-      tile.w = w + oc * g.reduction;
-      tile.bias = bias ? bias + oc : nullptr;
-      tile.y = y + n * g.y.batch + oc * g.y.channel + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];
-      tile.oc_count = std::min(oc_block, end_oc - oc);
-      if (!specialized) {
-        generic(&g, &tile);
-        continue;
-      }
-      if (prepared) specialized->prepare(&g, tile.w, tile.oc_count, scratch);
-      if (specialized->row_kernel)
-        run_rows(g, generic, *specialized, tile, band);
-      else
-        specialized->compute(&g, &tile);
-    }
-  });
+  const ForwardPlan plan = plan_conv_forward(g, specialized, threads);
+  parallel_for(threads, g.batch * g.groups * g.out[0] * plan.tiling.tasks(), g.flops(),
+               [&](int64_t task) { run_forward_task(g, plan, task, x, w, bias, relu, y); });
 }
 
 }  // namespace convjit::detail

@@ -1,7 +1,7 @@
 // NHWC forward convolutions with few output channels per group run as NCHW ones on transposed
 // copies. The direct kernels of both tiers vectorize along output rows, which NHWC's interleaved
 // channels deny them: with 1-8 channels per pixel, NHWC kernels that vector over channels compute
-// mostly zeros (seed_chain: 4 GFLOP/s NHWC against 20-45 NCHW). One pass over x and one over y
+// mostly zeros (bench/RESULTS.md, "Why the tier rules ..."). One pass over x and one over y
 // cost less. The NCHW problem goes through the runtime like any other, so its configuration is
 // the one counted, compiled and reported, and its numbers (the chain order of NCHW, (ic, kd, kh,
 // kw)) are the same on every tier.
