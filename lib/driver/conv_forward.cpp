@@ -4,13 +4,9 @@
 #include "conv_forward.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 #include "backend.hpp"
-#include "conv_depthwise_nchw.hpp"
-#include "conv_depthwise_nhwc.hpp"
-#include "conv_tile_direct.hpp"
-#include "conv_tile_generic.hpp"
-#include "gemm_tile.hpp"
 #include "geometry.hpp"
 #include "ops_internal.hpp"
 #include "patch_pack.hpp"
@@ -35,6 +31,8 @@ struct TileNeeds {
   // The tile packs im2col panels (so tiles are sized to keep them in L2); other tiles (direct,
   // row kernels) take whole planes unless the threads need more tasks.
   bool packs_patches;
+  // Pixel tiles are multiples of it (the tile's panel width).
+  int64_t pixel_granule;
   // Channel chunks are multiples of it (the register tile's rows, or a prepare block).
   int64_t oc_granule;
   // Tiles start and end at row boundaries (flattened row kernels).
@@ -46,10 +44,10 @@ struct TileNeeds {
 
 ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& needs) {
   const bool packs_patches = needs.packs_patches, whole_rows = needs.whole_rows;
-  const int64_t oc_granule = needs.oc_granule;
+  const int64_t oc_granule = needs.oc_granule, pixel_granule = needs.pixel_granule;
   ForwardTiling t{};
   const int64_t pixels = g.out[1] * g.out[2];
-  const int64_t panels = (pixels + kTileCols - 1) / kTileCols;
+  const int64_t panels = (pixels + pixel_granule - 1) / pixel_granule;
   const int64_t planes = g.batch * g.groups * g.out[0];
   const int64_t wanted = 4 * int64_t(threads);
   const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
@@ -61,7 +59,7 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   const int64_t parts = planes * t.oc_chunks;
   if (parts * tiles < wanted) tiles = (wanted + parts - 1) / parts;
   tiles = std::min(tiles, panels);
-  t.pixel_tile = (panels + tiles - 1) / tiles * kTileCols;
+  t.pixel_tile = (panels + tiles - 1) / tiles * pixel_granule;
   if (whole_rows) {
     t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
     // Few enough rows that the tile's band (make_band: at most half the scratch) holds them.
@@ -78,14 +76,6 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   t.oc_chunk = (granules + t.oc_chunks - 1) / t.oc_chunks * oc_granule;
   t.oc_chunks = (g.oc_per_group + t.oc_chunk - 1) / t.oc_chunk;
   return t;
-}
-
-// Tier 0's tile for a problem (kDirectMaxOutputChannels says why).
-convjit_conv_tile_fn generic_tile(const ConvGeometry& g) {
-#if defined(__x86_64__)
-  if (g.oc_per_group <= kDirectMaxOutputChannels && avx2::conv_tile_direct_supported(g)) return avx2::conv_tile_direct;
-#endif
-  return conv_tile_generic;
 }
 
 // A tile of whole stride-1 rows through a row kernel as one segment over its flattened input
@@ -198,9 +188,11 @@ struct ForwardPlan {
   ConvGeometry grid_g;  // flat only: g with y.channel = the scratch floats of the largest tile's grid
 };
 
-ForwardPlan plan_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* specialized, int threads) {
+ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads) {
+  const convjit_conv_kernel* specialized = kernels.specialized;
+  assert(kernels.generic->tile);
   ForwardPlan p{};
-  p.generic = generic_tile(g);
+  p.generic = kernels.generic->tile;
   p.specialized = specialized;
   p.prepared = specialized && specialized->prepare;
   // A problem too small to share runs on the calling thread: tile it for one, not into pieces.
@@ -212,8 +204,9 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* 
   const bool packs_more_weights =
       p.prepared && g.reduction * g.oc_per_group > g.ic_per_group * g.in[0] * g.in[1] * g.in[2];
   p.tiling = plan_tiling(g, threads,
-                         {.packs_patches = !specialized && p.generic == conv_tile_generic,
-                          .oc_granule = p.prepared ? specialized->oc_block : kTileRows,
+                         {.packs_patches = !specialized && kernels.generic->packs_patches,
+                          .pixel_granule = kernels.generic->pixel_granule,
+                          .oc_granule = p.prepared ? specialized->oc_block : kernels.generic->oc_granule,
                           .whole_rows = p.flat,
                           .channels_first = packs_more_weights});
   // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
@@ -305,27 +298,13 @@ Status validate_conv_forward(const convjit_conv_params* params, const float* x, 
   return Status::success();
 }
 
-std::string generic_kernel_wins(const ConvGeometry& g) {
-#if defined(__x86_64__)
-  if (avx2::depthwise_nhwc_supported(g)) return "depthwise NHWC: the generic kernel has the groups in the vector lanes";
-  if (avx2::depthwise_nchw_supported(g)) return "depthwise up to 3x3: the generic kernel keeps the taps in registers";
-#endif
-  return {};
-}
-
-void run_conv_forward(const ConvGeometry& g, const convjit_conv_kernel* specialized, int threads, const float* x,
+void run_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads, const float* x,
                       const float* w, const float* bias, bool relu, float* y) {
-#if defined(__x86_64__)
-  if (!specialized && avx2::depthwise_nhwc_supported(g)) {
-    avx2::depthwise_nhwc(g, threads, x, w, bias, relu, y);
+  if (!kernels.specialized && kernels.generic->whole_call) {
+    kernels.generic->whole_call(g, threads, x, w, bias, relu, y);
     return;
   }
-  if (!specialized && avx2::depthwise_nchw_supported(g)) {
-    avx2::depthwise_nchw(g, threads, x, w, bias, relu, y);
-    return;
-  }
-#endif
-  const ForwardPlan plan = plan_conv_forward(g, specialized, threads);
+  const ForwardPlan plan = plan_conv_forward(g, kernels, threads);
   parallel_for(threads, g.batch * g.groups * g.out[0] * plan.tiling.tasks(), g.flops(),
                [&](int64_t task) { run_forward_task(g, plan, task, x, w, bias, relu, y); });
 }

@@ -17,6 +17,7 @@
 #include "ops_internal.hpp"
 #include "perf_map.hpp"
 #include "runtime_impl.hpp"
+#include "select_tier.hpp"
 #include "stats_json.hpp"
 #include "threads.hpp"
 #include "warm_start.hpp"
@@ -92,7 +93,7 @@ void Runtime::Impl::start_warm() {
                                                 policy.specialize_sizes);
     // A saved configuration this version would decline (the file may come from another) is left to
     // the detector, which declines it when it gets hot.
-    if (policy.decline_slower && !declined_because(g, key).empty()) continue;
+    if (policy.decline_slower && !detail::jit_declined_because(g, *backend_, key).empty()) continue;
     const uint64_t id = detail::configuration_id(c.params, c.activation, c.has_bias);
     bool inserted = false;
     ConfigSlot& slot = table_.find_or_insert(id, c.params, c.activation, c.has_bias, &inserted);
@@ -161,7 +162,7 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
     if (!kernel && calls >= policy.hot_threshold &&
         slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
       const jit::SpecKey key = key_of_call();
-      if (std::string reason = policy.decline_slower ? declined_because(g, key) : std::string(); !reason.empty()) {
+      if (std::string reason = policy.decline_slower ? detail::jit_declined_because(g, *backend_, key) : std::string(); !reason.empty()) {
         decline(slot, id, reason);
       } else {
         request_compile(slot, id, key);
@@ -181,7 +182,7 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
                                         : calls - slot.calls_jit.load(std::memory_order_relaxed);
   const bool sampled = tier_call % kSampleEvery == 1;
   const Clock::time_point start = sampled ? Clock::now() : Clock::time_point{};
-  detail::run_conv_forward(g, specialized, threads, x, w, bias, relu, y);
+  detail::run_conv_forward(g, detail::select_tier(g, specialized), threads, x, w, bias, relu, y);
   if (sampled) {
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     (specialized ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);
@@ -205,11 +206,6 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
 
 int64_t Runtime::Impl::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started_).count();
-}
-
-std::string Runtime::Impl::declined_because(const detail::ConvGeometry& g, const jit::SpecKey& key) const {
-  std::string reason = detail::generic_kernel_wins(g);
-  return reason.empty() ? backend_->decline_reason(g, key) : reason;
 }
 
 void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& reason) {

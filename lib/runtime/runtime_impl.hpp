@@ -46,7 +46,6 @@ struct Runtime::Impl {
   void save_hot_configurations();
   // Why a hot configuration stays generic (policy decline_slower), or empty: tier 0's own kernel
   // wins, whatever the backend, or the backend expects to lose.
-  std::string declined_because(const detail::ConvGeometry& g, const jit::SpecKey& key) const;
   void decline(detail::ConfigSlot& slot, uint64_t id, const std::string& reason);
   void compile(const CompileRequest& request);  // in the worker, or inline
   void worker_loop();

@@ -14,6 +14,7 @@
 #include "backend.hpp"
 #include "jit_support.hpp"
 #include "conv_forward.hpp"
+#include "select_tier.hpp"
 
 namespace convjit::testing::jit {
 namespace {
@@ -76,7 +77,7 @@ TEST(FlatRows, DriverJoinsShortRowsAndKeepsTheNumbers) {
     ASSERT_TRUE(detail::validate_conv_forward(&params, p.x.data(), p.w.data(), CONVJIT_ACT_RELU, y.data(), &g).ok());
     ASSERT_TRUE(convjit::jit::flattens_rows(g)) << describe(p.dims);
     g_longest_segment = 0;
-    detail::run_conv_forward(g, &kernel, 2, p.x.data(), p.w.data(), p.bias.data(), true, y.data());
+    detail::run_conv_forward(g, detail::select_tier(g, &kernel), 2, p.x.data(), p.w.data(), p.bias.data(), true, y.data());
     EXPECT_GT(g_longest_segment.load(), g.out[2]) << "rows were not joined: " << describe(p.dims);
     EXPECT_TRUE(p.matches_reference(y, "contract kernel")) << "case " << i;
     EXPECT_TRUE(p.same_bits(y, p.run(generic), "contract kernel vs generic")) << "case " << i;

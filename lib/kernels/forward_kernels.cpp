@@ -1,0 +1,70 @@
+#include "forward_kernels.hpp"
+
+#include "conv_depthwise_nchw.hpp"
+#include "conv_depthwise_nhwc.hpp"
+#include "conv_tile_direct.hpp"
+#include "conv_tile_generic.hpp"
+#include "gemm_tile.hpp"
+
+namespace convjit::detail {
+namespace {
+
+bool takes_every_problem(const ConvGeometry&) { return true; }
+
+#if defined(__x86_64__)
+bool takes_few_channels_direct(const ConvGeometry& g) {
+  return g.oc_per_group <= kDirectMaxOutputChannels && avx2::conv_tile_direct_supported(g);
+}
+#endif
+
+// Row makers: the register tile's granules are every tile row's, the whole-call kernels' too
+// (they matter only when a compiled kernel falls back to a tile).
+enum class Packing { InPlace, Patches };
+constexpr GenericForwardKernel tile_row(const char* name, KernelIsa isa, bool (*takes)(const ConvGeometry&),
+                                        convjit_conv_tile_fn tile, Packing packing) {
+  return {name, isa, takes, tile, nullptr, packing == Packing::Patches, kTileCols, kTileRows, nullptr};
+}
+constexpr GenericForwardKernel whole_call_row(const char* name, KernelIsa isa, bool (*takes)(const ConvGeometry&),
+                                              ConvForwardOpFn whole_call, const char* jit_loses_because) {
+  return {name, isa, takes, nullptr, whole_call, false, kTileCols, kTileRows, jit_loses_because};
+}
+
+constexpr GenericForwardKernel kRows[] = {
+#if defined(__x86_64__)
+    whole_call_row("conv_fwd_f32_depthwise_nhwc__avx2", KernelIsa::Avx2Fma, avx2::depthwise_nhwc_supported,
+                   avx2::depthwise_nhwc, "depthwise NHWC: the generic kernel has the groups in the vector lanes"),
+    whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx2", KernelIsa::Avx2Fma, avx2::depthwise_nchw_supported,
+                   avx2::depthwise_nchw, "depthwise up to 3x3: the generic kernel keeps the taps in registers"),
+    tile_row("conv_fwd_f32_direct_oc8__avx2", KernelIsa::Avx2Fma, takes_few_channels_direct, avx2::conv_tile_direct,
+             Packing::InPlace),
+#endif
+    // Last: takes every problem (its 6x16 tile picks AVX2 or portable code itself, lib/kernels/gemm_tile.cpp).
+    tile_row("conv_fwd_f32_packed_6x16", KernelIsa::Portable, takes_every_problem, conv_tile_generic,
+             Packing::Patches),
+};
+
+}  // namespace
+
+bool host_has(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::Portable: return true;
+    case KernelIsa::Avx2Fma:
+#if defined(__x86_64__)
+      return avx2::supported();
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+std::span<const GenericForwardKernel> generic_forward_kernels() { return kRows; }
+
+const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g) {
+  for (const GenericForwardKernel& k : kRows) {
+    if (host_has(k.isa) && k.takes(g)) return k;
+  }
+  return kRows[std::size(kRows) - 1];  // the register tile takes every problem
+}
+
+}  // namespace convjit::detail

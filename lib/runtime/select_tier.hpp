@@ -1,0 +1,25 @@
+// Tier choice, in one place: which kernels run a forward call and why a configuration stays on
+// tier 0. The runtime applies the rewrite rules first (an NHWC problem with few output channels
+// runs as its NCHW twin, stride-1 backward data as a forward convolution: lib/rewrite/), and the
+// rewritten problem gets its own choice here. What runs is read from the registered kernels:
+// tier 0's rows (lib/kernels/forward_kernels.hpp) and the compiled kernel of the configuration.
+#pragma once
+
+#include <string>
+
+#include "backend.hpp"
+#include "conv_forward.hpp"
+#include "geometry.hpp"
+
+namespace convjit::detail {
+
+// What runs g: tier 0's kernel for it, or `compiled` (null while none has arrived) with tier 0's
+// tile for what the compiled row kernel cannot view.
+ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled);
+
+// Why a configuration of g should not be compiled for `key` (the reason its stats show as
+// "declined"), or empty: tier 0's kernel for g beats every compiled one, or the backend expects
+// to lose (jit::Backend::decline_reason).
+std::string jit_declined_because(const ConvGeometry& g, const jit::Backend& backend, const jit::SpecKey& key);
+
+}  // namespace convjit::detail
