@@ -1,0 +1,267 @@
+// The tile-kernel tester (as XNNPACK's microkernel testers and BLIS's test_gemm_ukr): every
+// registered forward tile kernel called directly, without the driver, on tiles that start and end
+// anywhere (pixel tails within and across rows, output-channel tails, the first and last rows of
+// padded problems), strides and dilations, both layouts and modes, bias and relu. Tier 0's tile
+// rows (lib/kernels/forward_kernels.cpp) take tiles as the driver makes them; each backend's
+// compiled row kernels take row segments with their input views (lib/driver/row_views.hpp), and
+// prepared ones their packed weights. y is filled with a sentinel NaN with guard zones on both
+// sides: the tile's outputs must match the oracle, every other float must be left as it was.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "conv_forward.hpp"
+#include "forward_kernels.hpp"
+#include "jit_support.hpp"
+#include "row_views.hpp"
+#include "threads.hpp"
+
+namespace convjit::testing::jit {
+namespace {
+
+constexpr int64_t kGuardFloats = 64;
+constexpr uint32_t kSentinelBits = 0x7fc0beefu;  // a quiet NaN no kernel computes
+
+float sentinel() {
+  float f;
+  std::memcpy(&f, &kSentinelBits, sizeof f);
+  return f;
+}
+
+struct AlignedFree {
+  void operator()(float* p) const { std::free(p); }
+};
+using AlignedFloats = std::unique_ptr<float[], AlignedFree>;
+AlignedFloats aligned_floats(int64_t n) {
+  const size_t bytes = (size_t(n) * sizeof(float) + 63) / 64 * 64;
+  return AlignedFloats(static_cast<float*>(std::aligned_alloc(64, bytes)));
+}
+
+// One tile: pixels [first, first + count) of output plane (n, od), channels [oc, oc + oc_count)
+// of one group.
+struct TileSpot {
+  int64_t n, group, od, first_pixel, pixel_count, first_oc, oc_count;
+};
+
+// The problem, its inputs and the oracle's y; y under test lives between two guard zones.
+class TileBench {
+ public:
+  explicit TileBench(const ConvDims& dims, uint64_t seed) : p_(dims, seed, true, Activation::Relu) {
+    const convjit_conv_params params = p_.dims.to_c();
+    y_.assign(size_t(p_.outputs() + 2 * kGuardFloats), sentinel());
+    valid_ = detail::validate_conv_forward(&params, p_.x.data(), p_.w.data(), CONVJIT_ACT_RELU,
+                                           y_.data() + kGuardFloats, &g_)
+                 .ok();
+  }
+  bool valid() const { return valid_; }
+  const detail::ConvGeometry& g() const { return g_; }
+  const Problem& problem() const { return p_; }
+
+  // A tile as the driver hands it to a tile kernel (x at the group's first channel).
+  convjit_conv_tile tile_at(const TileSpot& s, float* scratch) {
+    convjit_conv_tile t{};
+    t.x = p_.x.data() + s.n * g_.x.batch + s.group * g_.ic_per_group * g_.x.channel;
+    t.w = p_.w.data() + s.first_oc * g_.reduction;
+    t.bias = p_.bias.data() + s.first_oc;
+    t.od = s.od;
+    t.oh = s.first_pixel / g_.out[2];
+    t.ow = s.first_pixel % g_.out[2];
+    t.y = y() + s.n * g_.y.batch + s.first_oc * g_.y.channel + s.od * g_.y.spatial[0] + t.oh * g_.y.spatial[1] +
+          t.ow * g_.y.spatial[2];
+    t.oc_count = s.oc_count;
+    t.pixel_count = s.pixel_count;
+    t.relu = 1;
+    t.scratch = scratch;
+    t.scratch_floats = int64_t(detail::kScratchFloats);
+    return t;
+  }
+
+  // The tile's outputs are the oracle's; everything else, guards included, is still the
+  // sentinel. Then y is reset for the next tile.
+  ::testing::AssertionResult check_and_reset(const TileSpot& s, const std::string& what) {
+    std::vector<char> in_tile(y_.size(), 0);
+    for (int64_t c = s.first_oc; c < s.first_oc + s.oc_count; ++c) {
+      for (int64_t px = s.first_pixel; px < s.first_pixel + s.pixel_count; ++px) {
+        const int64_t at = s.n * g_.y.batch + c * g_.y.channel + s.od * g_.y.spatial[0] +
+                           px / g_.out[2] * g_.y.spatial[1] + px % g_.out[2] * g_.y.spatial[2];
+        in_tile[size_t(kGuardFloats + at)] = 1;
+      }
+    }
+    const double tol = tolerance(p_.want, p_.reduction());
+    ::testing::AssertionResult result = ::testing::AssertionSuccess();
+    for (size_t i = 0; i < y_.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &y_[i], sizeof bits);
+      const int64_t at = int64_t(i) - kGuardFloats;
+      if (!in_tile[i] && bits != kSentinelBits) {
+        result = ::testing::AssertionFailure() << what << ": wrote outside its tile at y[" << at << "] ("
+                                               << (at < 0 || at >= p_.outputs() ? "guard zone" : "another tile's")
+                                               << ") in " << describe(p_.dims);
+        break;
+      }
+      if (in_tile[i] && !(std::abs(double(y_[i]) - p_.want[size_t(at)]) <= tol)) {
+        result = ::testing::AssertionFailure() << what << ": y[" << at << "] = " << y_[i] << ", want "
+                                               << p_.want[size_t(at)] << " (tolerance " << tol << ") in "
+                                               << describe(p_.dims);
+        break;
+      }
+    }
+    std::fill(y_.begin(), y_.end(), sentinel());
+    return result;
+  }
+
+ private:
+  float* y() { return y_.data() + kGuardFloats; }
+  Problem p_;
+  detail::ConvGeometry g_{};
+  std::vector<float> y_;
+  bool valid_ = false;
+};
+
+// Tiles that start and end at awkward places: one pixel, a row's tail, across rows, the whole
+// plane; one channel, a channel tail, the group's channels; the first and last plane and image.
+std::vector<TileSpot> tile_spots(const detail::ConvGeometry& g, int64_t max_oc) {
+  const int64_t pixels = g.out[1] * g.out[2];
+  const int64_t last_n = g.batch - 1, last_group = g.groups - 1, last_od = g.out[0] - 1;
+  const int64_t ocs = std::min(max_oc, g.oc_per_group);
+  const int64_t group_oc = last_group * g.oc_per_group;
+  std::vector<TileSpot> spots = {
+      {0, 0, 0, 0, pixels, 0, ocs},
+      {0, 0, 0, 0, 1, 0, 1},
+      {last_n, last_group, last_od, pixels - 1, 1, group_oc + g.oc_per_group - 1, 1},
+      {0, last_group, last_od, std::min<int64_t>(g.out[2] / 2, pixels - 1), 0, group_oc, ocs},
+      {last_n, 0, 0, pixels / 3, 0, 0, std::max<int64_t>(1, ocs - 1)},
+  };
+  spots[3].pixel_count = std::min<int64_t>(g.out[2] + 5, pixels - spots[3].first_pixel);  // across rows
+  spots[4].pixel_count = std::max<int64_t>(1, (pixels - spots[4].first_pixel) / 2);
+  return spots;
+}
+
+// Row segments for a row kernel: the row's start (padding on the left), its end (on the right),
+// the shortest it takes, and the whole row; channel tails as above, at most max_oc channels. None
+// where the rows are shorter than the kernel's minimum (the driver never gives it those).
+std::vector<TileSpot> row_spots(const detail::ConvGeometry& g, int64_t min_pixels, int64_t max_oc) {
+  const int64_t row = g.out[2], last_row = g.out[1] - 1;
+  if (row < min_pixels) return {};
+  const int64_t ocs = std::min(max_oc, g.oc_per_group);
+  const int64_t shortest = std::max<int64_t>(1, min_pixels);
+  const int64_t group_oc = (g.groups - 1) * g.oc_per_group;
+  return {
+      {0, 0, 0, 0, row, 0, ocs},
+      {0, 0, 0, 0, shortest, 0, 1},
+      {g.batch - 1, g.groups - 1, g.out[0] - 1, last_row * row + row - shortest, shortest, group_oc,
+       std::max<int64_t>(1, ocs - 1)},
+      {0, g.groups - 1, 0, last_row * row, row, group_oc + g.oc_per_group - ocs, ocs},
+  };
+}
+
+// Short rows (which tier 0's tiles cross) and long ones (which the row kernels take).
+std::vector<ConvDims> tester_shapes() {
+  std::vector<ConvDims> shapes = random_conv_sweep(0x71E5, 72);
+  for (const ConvDims& d : random_conv_sweep(0x71E6, 24, wide_channel_limits())) shapes.push_back(d);
+  for (const ConvDims& d : long_row_sweep(0x71E7, 48, 400000)) shapes.push_back(d);
+  for (const ConvDims& d : larger_conv_shapes()) shapes.push_back(d);
+  return shapes;
+}
+
+// Tier 0's tile rows, each called directly.
+class GenericTileKernels : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(GenericTileKernels, EveryTileMatchesTheOracleAndWritesOnlyItsOutputs) {
+  const detail::GenericForwardKernel& kernel = detail::generic_forward_kernels()[GetParam()];
+  if (!kernel.tile) GTEST_SKIP() << kernel.name << " runs whole calls, not tiles (conv_forward_test sweeps it)";
+  if (!detail::host_has(kernel.isa)) GTEST_SKIP() << kernel.name << ": this host lacks its ISA";
+  AlignedFloats scratch = aligned_floats(int64_t(detail::kScratchFloats));
+  const std::vector<ConvDims> shapes = tester_shapes();
+  int tested = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    TileBench bench(shapes[i], case_seed(0x7E57, i));
+    ASSERT_TRUE(bench.valid()) << describe(shapes[i]);
+    if (!kernel.takes(bench.g())) continue;
+    ++tested;
+    for (const TileSpot& s : tile_spots(bench.g(), 64)) {
+      const convjit_conv_tile t = bench.tile_at(s, scratch.get());
+      kernel.tile(&bench.g(), &t);
+      ASSERT_TRUE(bench.check_and_reset(s, kernel.name)) << "case " << i;
+    }
+  }
+  EXPECT_GE(tested, 20) << kernel.name << " took too few of the shapes to be tested";
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, GenericTileKernels, ::testing::Range<size_t>(0, detail::generic_forward_kernels().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return std::string(detail::generic_forward_kernels()[info.param].name);
+                         });
+
+// Each backend's compiled row kernels, called directly on row segments and their views.
+std::unique_ptr<convjit::jit::Backend> backend_named(const std::string& name, std::string* why_not) {
+  std::unique_ptr<convjit::jit::Backend> backend;
+#if defined(CONVJIT_HAVE_XBYAK)
+  if (name == "xbyak") backend = convjit::jit::make_xbyak_backend();
+#endif
+#if defined(CONVJIT_HAVE_LLVM)
+  if (name == "llvm") backend = convjit::jit::make_llvm_backend();
+#endif
+  if (!backend) {
+    *why_not = "built without " + name;
+    return nullptr;
+  }
+  *why_not = backend->unavailable_reason();
+  return why_not->empty() ? std::move(backend) : nullptr;
+}
+
+class CompiledTileKernels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs) {
+  std::string why_not;
+  std::unique_ptr<convjit::jit::Backend> backend = backend_named(GetParam(), &why_not);
+  if (!backend) GTEST_SKIP() << GetParam() << ": " << why_not;
+  AlignedFloats scratch = aligned_floats(int64_t(detail::kScratchFloats));
+  const std::vector<ConvDims> shapes = tester_shapes();
+  int compiled = 0;
+  int64_t segments = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    TileBench bench(shapes[i], case_seed(0xC0DE, i));
+    ASSERT_TRUE(bench.valid()) << describe(shapes[i]);
+    const detail::ConvGeometry& g = bench.g();
+    const convjit::jit::SpecKey key =
+        convjit::jit::make_spec_key(g, shapes[i].rank, true, convjit::jit::Isa::Avx2Fma, false);
+    convjit::jit::CompiledKernel out;
+    std::string error;
+    if (!backend->compile(key, &out, &error)) continue;  // a key this backend has no plan for
+    ++compiled;
+    const convjit_conv_kernel& kernel = out.kernel;
+    ASSERT_TRUE(kernel.row_kernel) << out.name;
+    const int64_t max_oc = kernel.prepare ? kernel.oc_block : 64;
+    AlignedFloats packed = aligned_floats(std::max<int64_t>(1, g.reduction * max_oc));
+    const std::vector<TileSpot> spots = row_spots(g, kernel.min_row_pixels, max_oc);
+    segments += int64_t(spots.size());
+    for (const TileSpot& s : spots) {
+      convjit_conv_tile t = bench.tile_at(s, scratch.get());
+      if (!detail::make_view(g, detail::InputBand{}, t.x, t.od, t.oh, t.ow, t.pixel_count, t.scratch,
+                             t.scratch_floats, &t)) {
+        continue;  // its padded copy does not fit the scratch: the driver gives it to tier 0
+      }
+      if (kernel.prepare) {
+        kernel.prepare(&g, t.w, t.oc_count, packed.get());
+        t.packed_weights = packed.get();
+      }
+      kernel.compute(&g, &t);
+      ASSERT_TRUE(bench.check_and_reset(s, out.name)) << "case " << i;
+    }
+  }
+  EXPECT_GE(compiled, 40) << GetParam() << " compiled too few of the shapes' keys to be tested";
+  EXPECT_GE(segments, 80) << GetParam() << ": too few rows long enough for its kernels";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CompiledTileKernels, ::testing::Values("xbyak", "llvm"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace convjit::testing::jit
