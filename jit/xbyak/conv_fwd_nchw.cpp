@@ -14,7 +14,7 @@ namespace {
 using namespace Xbyak;
 using namespace Xbyak::util;
 
-alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+alignas(kVectorBytes) const int32_t kLaneIndex[kVectorFloats] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 constexpr int kMaxVectors = 6;  // plan_nchw's widest block
 
@@ -59,35 +59,35 @@ class Generator : public CodeGenerator {
     kRowsLeft,
     kLocals
   };
-  Address local(Local l) { return qword[rsp + 8 * int(l)]; }
+  Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
 
   // ymm: accumulators, then the input vectors, then the weight broadcast and (stride 2 only) the
   // shuffle temporaries and the last load's mask.
   Ymm acc(int oc, int v) const { return Ymm(oc * plan_.vectors + v); }
   Ymm input(int v) const { return Ymm(plan_.oc_block * plan_.vectors + v); }
-  Ymm fixed(int role) const { return Ymm(plan_.oc_block * plan_.vectors + plan_.vectors + role); }
-  Ymm reg_weight() const { return fixed(0); }
-  Ymm reg_tmp_a() const { return fixed(1); }
-  Ymm reg_tmp_b() const { return fixed(2); }
-  Ymm reg_mask_hi() const { return fixed(3); }
+  enum class Fixed { Weight, TmpA, TmpB, MaskHi };
+  Ymm fixed(Fixed role) const { return Ymm(plan_.oc_block * plan_.vectors + plan_.vectors + int(role)); }
+  Ymm reg_weight() const { return fixed(Fixed::Weight); }
+  Ymm reg_tmp_a() const { return fixed(Fixed::TmpA); }
+  Ymm reg_tmp_b() const { return fixed(Fixed::TmpB); }
+  Ymm reg_mask_hi() const { return fixed(Fixed::MaskHi); }
 
   void emit_prologue() {
-    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
-    sub(rsp, 8 * kLocals);
+    emit_enter(*this, kLocalBytes * kLocals);
     // The driver's input view: x at tap (0, 0, 0) of the segment's first pixel, all taps real.
     mov(rax, TILE(x));
     mov(local(kXBase), rax);
     mov(reg_plane_step, TILE(view_tap_plane));
-    shl(reg_plane_step, 2);
+    shl(reg_plane_step, kFloatBytesShift);
     mov(reg_row_step, TILE(view_tap_row));
-    shl(reg_row_step, 2);
+    shl(reg_row_step, kFloatBytesShift);
     mov(reg_channel_step, TILE(view_channel));
-    shl(reg_channel_step, 2);
+    shl(reg_channel_step, kFloatBytesShift);
     mov(rax, PROBLEM(reduction));
-    shl(rax, 2);
+    shl(rax, kFloatBytesShift);
     mov(local(kWeightBytes), rax);
     mov(rax, PROBLEM(y.channel));
-    shl(rax, 2);
+    shl(rax, kFloatBytesShift);
     mov(local(kYChannelBytes), rax);
     if (key_.ic_per_group) {
       mov(local(kIcCount), int(key_.ic_per_group));
@@ -127,7 +127,7 @@ class Generator : public CodeGenerator {
     Label no_bias;
     cmp(local(kBiasBlock), 0);
     je(no_bias);
-    add(local(kBiasBlock), 4 * plan_.oc_block);
+    add(local(kBiasBlock), kFloatBytes * plan_.oc_block);
     L(no_bias);
     sub(local(kOcLeft), plan_.oc_block);
     jg(oc_loop, T_NEAR);
@@ -161,10 +161,10 @@ class Generator : public CodeGenerator {
       cmp(rax, 4);
       je(block_of[2], T_NEAR);
       // n = 3 and a partial last vector: a 3-vector block moved back needs a 24-pixel segment.
-      cmp(local(kPixels), 24);
+      cmp(local(kPixels), 3 * kVectorFloats);
       jl(block_of[2], T_NEAR);
     } else if (plan_.vectors > 3) {  // whole blocks, then the rest 2 vectors at a time
-      cmp(reg_pixels_left, 8 * plan_.vectors);
+      cmp(reg_pixels_left, kVectorFloats * plan_.vectors);
       jl(block_of[2], T_NEAR);
     }
     for (int vectors = plan_.vectors; vectors >= 2; --vectors) {
@@ -172,20 +172,20 @@ class Generator : public CodeGenerator {
       L(block_of[vectors]);
       if (vectors <= 3) {  // wider blocks are only ever taken whole
         Label whole;
-        cmp(reg_pixels_left, 8 * vectors);
+        cmp(reg_pixels_left, kVectorFloats * vectors);
         jge(whole, T_NEAR);
         mov(rax, reg_pixels_left);  // the last block, short: back by 8*vectors - left pixels
-        sub(rax, 8 * vectors);
+        sub(rax, kVectorFloats * vectors);
         lea(reg_y, ptr[reg_y + rax * 4]);
-        imul(rax, rax, int(4 * key_.stride[2]));
+        imul(rax, rax, int(kFloatBytes * key_.stride[2]));
         add(reg_x_block, rax);
-        mov(reg_pixels_left, 8 * vectors);
+        mov(reg_pixels_left, kVectorFloats * vectors);
         L(whole);
       }
       emit_block(vectors);
-      add(reg_x_block, int(4 * 8 * vectors * key_.stride[2]));
-      add(reg_y, 4 * 8 * vectors);
-      sub(reg_pixels_left, 8 * vectors);
+      add(reg_x_block, int(kVectorBytes * vectors * key_.stride[2]));
+      add(reg_y, kVectorBytes * vectors);
+      sub(reg_pixels_left, kVectorFloats * vectors);
       jg(next_block, T_NEAR);
       jmp(done, T_NEAR);
     }
@@ -195,7 +195,7 @@ class Generator : public CodeGenerator {
   // Input vector v (of a block of `vectors`) of tap kw (flipped as the mode says) for 8 consecutive
   // pixels into input(v).
   void emit_load_input(int v, int vectors, int64_t kw_input) {
-    const int64_t offset = 4 * (kw_input * key_.dilation[2] + 8 * v * key_.stride[2]);
+    const int64_t offset = kFloatBytes * (kw_input * key_.dilation[2] + kVectorFloats * v * key_.stride[2]);
     const Ymm dst = input(v);
     if (key_.stride[2] == 1) {
       vmovups(dst, ptr[reg_row + offset]);
@@ -205,9 +205,9 @@ class Generator : public CodeGenerator {
     // load is an odd input past the segment's last tap, which may lie past the row: masked off.
     vmovups(reg_tmp_a(), ptr[reg_row + offset]);
     if (v == vectors - 1)
-      vmaskmovps(reg_tmp_b(), reg_mask_hi(), ptr[reg_row + offset + 32]);
+      vmaskmovps(reg_tmp_b(), reg_mask_hi(), ptr[reg_row + offset + kVectorBytes]);
     else
-      vmovups(reg_tmp_b(), ptr[reg_row + offset + 32]);
+      vmovups(reg_tmp_b(), ptr[reg_row + offset + kVectorBytes]);
     vshufps(dst, reg_tmp_a(), reg_tmp_b(), 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
     vpermpd(dst, dst, 0xD8);                       // a0 a2 a4 a6 b0 b2 b4 b6
   }
@@ -224,7 +224,7 @@ class Generator : public CodeGenerator {
     emit_taps(vectors);
     add(reg_x_channel, reg_channel_step);
     if (!rolled_rows()) {  // rolled rows advance the weight rows as they go
-      for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(4 * taps_));
+      for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(kFloatBytes * taps_));
     }
     dec(reg_ic);
     jnz(ic_loop, T_NEAR);
@@ -249,7 +249,7 @@ class Generator : public CodeGenerator {
         for (int64_t kw = 0; kw < kw_n; ++kw) {
           for (int v = 0; v < vectors; ++v) emit_load_input(v, vectors, input_tap(kw, kw_n));
           for (int oc = 0; oc < plan_.oc_block; ++oc) {
-            vbroadcastss(reg_weight(), ptr[reg_w[oc] + 4 * (first_tap + kw)]);
+            vbroadcastss(reg_weight(), ptr[reg_w[oc] + kFloatBytes * (first_tap + kw)]);
             for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(oc, v), reg_weight(), input(v));
           }
         }
@@ -267,7 +267,7 @@ class Generator : public CodeGenerator {
       mov(local(kRowsLeft), int(kh_n));
       L(row_loop);
       emit_row(0);
-      for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(4 * kw_n));
+      for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(kFloatBytes * kw_n));
       next_row();
       dec(local(kRowsLeft));
       jnz(row_loop, T_NEAR);
@@ -318,16 +318,13 @@ class Generator : public CodeGenerator {
         jle(done, T_NEAR);
         add(rax, local(kYChannelBytes));
       }
-      for (int v = 0; v < vectors; ++v) vmovups(ptr[rax + 32 * v], acc(oc, v));
+      for (int v = 0; v < vectors; ++v) vmovups(ptr[rax + kVectorBytes * v], acc(oc, v));
     }
     L(done);
   }
 
   void emit_epilogue() {
-    add(rsp, 8 * kLocals);
-    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
-    vzeroupper();
-    ret();
+    emit_leave(*this, kLocalBytes * kLocals);
   }
 
   const SpecKey key_;
@@ -370,8 +367,8 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
   convjit_conv_kernel kernel{};
   kernel.row_kernel = 1;
   kernel.min_row_pixels = nchw_min_row_pixels(plan);
-  // One block of at most ~100 bytes per tap and vector, plus the frame.
-  const size_t code_size = 4096 + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2] * plan.vectors) * 128;
+  // A tap's block of one vector takes at most ~100 bytes.
+  const size_t code_size = code_buffer_bytes(key, plan.vectors, 128);
   return emit_kernel(
       key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
 }

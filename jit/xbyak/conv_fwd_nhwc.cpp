@@ -13,7 +13,8 @@ namespace {
 
 using namespace Xbyak;
 
-alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+alignas(kVectorBytes) const int32_t kLaneIndex[kVectorFloats] = {0, 1, 2, 3, 4, 5, 6, 7};
+constexpr int kMaxVectors = 4;  // plan_nhwc's widest block
 
 // packed[k][j] = w[j][k] for the tile's oc_count <= oc_block channels, zero for the missing ones.
 template <int oc_block>
@@ -61,10 +62,10 @@ class Generator : public CodeGenerator {
     kRowsLeft,
     kPartialBlock,  // nonzero: fewer channels than the block, stores are masked
     kMasks,         // one ymm lane mask per vector: lanes of real channels
-    kLocals = kMasks + 4 * 4
+    kLocals = kMasks + kMaxVectors * kVectorBytes / kLocalBytes
   };
-  Address local(Local l) { return qword[rsp + 8 * int(l)]; }
-  Address mask(int v) { return yword[rsp + 8 * (int(kMasks) + 4 * v)]; }
+  Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
+  Address mask(int v) { return yword[rsp + kLocalBytes * int(kMasks) + kVectorBytes * v]; }
 
   // ymm: the accumulators, then what the ic loop keeps in registers: with up to 2 vectors the
   // block's weights and one input broadcast, with more the block's input broadcasts and one weight
@@ -77,24 +78,23 @@ class Generator : public CodeGenerator {
   const Ymm reg_tmp_a = ymm14, reg_tmp_b = ymm15;
 
   void emit_prologue() {
-    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
-    sub(rsp, 8 * kLocals + 8);  // ymm locals are accessed unaligned
+    emit_enter(*this, kLocalBytes * kLocals + kLocalBytes);  // ymm locals are accessed unaligned
     // The driver's input view: x at tap (0, 0, 0) of the segment's first pixel, all taps real.
     mov(rax, TILE(x));
     mov(local(kXBase), rax);
     mov(reg_plane_step, TILE(view_tap_plane));
-    shl(reg_plane_step, 2);
+    shl(reg_plane_step, kFloatBytesShift);
     mov(reg_row_step, TILE(view_tap_row));
-    shl(reg_row_step, 2);
+    shl(reg_row_step, kFloatBytesShift);
     mov(reg_col_step, TILE(view_position));
-    imul(reg_col_step, reg_col_step, int(4 * key_.dilation[2]));
+    imul(reg_col_step, reg_col_step, int(kFloatBytes * key_.dilation[2]));
     mov(reg_pixel_step, TILE(view_position));
-    imul(reg_pixel_step, reg_pixel_step, int(4 * key_.stride[2]));
+    imul(reg_pixel_step, reg_pixel_step, int(kFloatBytes * key_.stride[2]));
     lea(reg_pixel_step3, ptr[reg_pixel_step + reg_pixel_step * 2]);
     mov(rax, PROBLEM(ic_per_group));
     mov(local(kIcCount), rax);
     mov(rax, PROBLEM(y.spatial[2]));
-    shl(rax, 2);
+    shl(rax, kFloatBytesShift);
     mov(local(kYPixelBytes), rax);
     mov(rax, TILE(bias));
     mov(local(kBias), rax);
@@ -112,7 +112,7 @@ class Generator : public CodeGenerator {
       vpbroadcastd(reg_tmp_a, Xmm(reg_tmp_a.getIdx()));
       vpcmpgtd(reg_tmp_a, reg_tmp_a, ptr[rax]);
       vmovups(mask(v), reg_tmp_a);
-      sub(rdx, 8);
+      sub(rdx, kVectorFloats);
     }
     mov(rax, TILE(oc_count));
     xor_(edx, edx);
@@ -224,7 +224,7 @@ class Generator : public CodeGenerator {
     Label loop;
     L(loop);
     if (weights_held()) {
-      for (int v = 0; v < plan_.vectors; ++v) vmovups(weight(v), ptr[reg_weights + 32 * v]);
+      for (int v = 0; v < plan_.vectors; ++v) vmovups(weight(v), ptr[reg_weights + kVectorBytes * v]);
       for (int px = 0; px < plan_.pixels; ++px) {
         vbroadcastss(input(px), input_address(px));
         for (int v = 0; v < plan_.vectors; ++v) vfmadd231ps(acc(px, v), input(px), weight(v));
@@ -232,13 +232,13 @@ class Generator : public CodeGenerator {
     } else {
       for (int px = 0; px < plan_.pixels; ++px) vbroadcastss(input(px), input_address(px));
       for (int v = 0; v < plan_.vectors; ++v) {
-        vmovups(weight(v), ptr[reg_weights + 32 * v]);
+        vmovups(weight(v), ptr[reg_weights + kVectorBytes * v]);
         for (int px = 0; px < plan_.pixels; ++px) vfmadd231ps(acc(px, v), input(px), weight(v));
       }
     }
     add(reg_in_lo, 4);
     if (plan_.pixels > 3) add(reg_in_hi, 4);
-    add(reg_weights, 4 * plan_.oc_block());
+    add(reg_weights, kFloatBytes * plan_.oc_block());
     dec(reg_ic);
     jnz(loop, T_NEAR);
   }
@@ -250,7 +250,7 @@ class Generator : public CodeGenerator {
     jz(no_bias, T_NEAR);
     for (int v = 0; v < plan_.vectors; ++v) {
       vmovups(reg_tmp_b, mask(v));
-      vmaskmovps(reg_tmp_a, reg_tmp_b, ptr[rax + 32 * v]);
+      vmaskmovps(reg_tmp_a, reg_tmp_b, ptr[rax + kVectorBytes * v]);
       for (int px = 0; px < plan_.pixels; ++px) vaddps(acc(px, v), acc(px, v), reg_tmp_a);
     }
     L(no_bias);
@@ -269,7 +269,7 @@ class Generator : public CodeGenerator {
     jne(masked, T_NEAR);
     for (int px = 0; px < plan_.pixels; ++px) {
       if (px > 0) add(rax, rdx);
-      for (int v = 0; v < plan_.vectors; ++v) vmovups(ptr[rax + 32 * v], acc(px, v));
+      for (int v = 0; v < plan_.vectors; ++v) vmovups(ptr[rax + kVectorBytes * v], acc(px, v));
     }
     jmp(stored, T_NEAR);
     L(masked);
@@ -278,17 +278,14 @@ class Generator : public CodeGenerator {
       mov(rcx, rax);
       for (int px = 0; px < plan_.pixels; ++px) {
         if (px > 0) add(rcx, rdx);
-        vmaskmovps(ptr[rcx + 32 * v], reg_tmp_b, acc(px, v));
+        vmaskmovps(ptr[rcx + kVectorBytes * v], reg_tmp_b, acc(px, v));
       }
     }
     L(stored);
   }
 
   void emit_epilogue() {
-    add(rsp, 8 * kLocals + 8);
-    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
-    vzeroupper();
-    ret();
+    emit_leave(*this, kLocalBytes * kLocals + kLocalBytes);
   }
 
   const SpecKey key_;
@@ -320,8 +317,8 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
   kernel.oc_block = plan.oc_block();
   kernel.row_kernel = 1;
   kernel.min_row_pixels = plan.pixels;
-  // One block of at most ~300 bytes per tap, plus the frame.
-  const size_t code_size = 4096 + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]) * 320;
+  // A tap's block takes at most ~300 bytes.
+  const size_t code_size = code_buffer_bytes(key, 1, 320);
   return emit_kernel(
       key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend.hpp"
+#include "vector.hpp"
 
 namespace convjit::jit::xbyak {
 
@@ -15,7 +16,7 @@ namespace convjit::jit::xbyak {
 // block broadcasts 3 inputs per 12 FMAs instead of 6 (bench/RESULTS.md, "Why the tier rules ...").
 struct NhwcPlan {
   int pixels, vectors;
-  int oc_block() const { return 8 * vectors; }
+  int oc_block() const { return kVectorFloats * vectors; }
 };
 NhwcPlan plan_nhwc(const SpecKey& key);
 

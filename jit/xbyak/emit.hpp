@@ -10,16 +10,46 @@
 #include <string>
 
 #include "backend.hpp"
+#include "vector.hpp"
 
 namespace convjit::jit::xbyak {
+
+// Keys whose extents would overflow the generators' 32-bit immediates, or whose taps would make a
+// kernel too large to unroll, are not generated.
+inline constexpr int64_t kMaxExtent = int64_t(1) << 16;
+inline constexpr int64_t kMaxTaps = 512;
 
 // Empty when the key's extents fit the generators' immediates and unrolling budget.
 inline std::string common_unsupported_reason(const SpecKey& key) {
   for (int d = 0; d < 3; ++d) {
-    if (key.kernel[d] * key.dilation[d] > (1 << 16) || key.stride[d] > (1 << 16)) return "kernel extent too large";
+    if (key.kernel[d] * key.dilation[d] > kMaxExtent || key.stride[d] > kMaxExtent) return "kernel extent too large";
   }
-  if (key.kernel[0] * key.kernel[1] * key.kernel[2] > 512) return "more than 512 taps";
+  if (key.kernel[0] * key.kernel[1] * key.kernel[2] > kMaxTaps) {
+    return "more than " + std::to_string(kMaxTaps) + " taps";
+  }
   return {};
+}
+
+// The code buffer of a kernel: the frame (prologue, loops, epilogue) plus an upper bound per
+// unrolled tap block.
+inline constexpr size_t kFrameCodeBytes = 4096;
+inline size_t code_buffer_bytes(const SpecKey& key, int64_t blocks_per_tap, size_t bytes_per_block) {
+  return kFrameCodeBytes + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2] * blocks_per_tap) * bytes_per_block;
+}
+
+// The callee-saved registers (System V) every generator uses: saved with `local_bytes` of stack
+// for its locals, restored before it returns.
+inline void emit_enter(Xbyak::CodeGenerator& g, int local_bytes) {
+  using namespace Xbyak::util;
+  for (const Xbyak::Reg64& r : {rbx, rbp, r12, r13, r14, r15}) g.push(r);
+  g.sub(rsp, local_bytes);
+}
+inline void emit_leave(Xbyak::CodeGenerator& g, int local_bytes) {
+  using namespace Xbyak::util;
+  g.add(rsp, local_bytes);
+  for (const Xbyak::Reg64& r : {r15, r14, r13, r12, rbp, rbx}) g.pop(r);
+  g.vzeroupper();  // after ymm code, before returning to SSE code
+  g.ret();
 }
 
 // Kernel heights from which a generator loops over the kernel rows at run time instead of

@@ -36,7 +36,7 @@ Status conv_backward_data(const convjit_conv_params* params, const float* dy, co
   // k runs with consecutive indices in w, per channel chunk: NCHW's (ic, tap) order makes the
   // chunk one run; NHWC's (tap, ic) order gives one run of the chunk's channels per tap.
   const int64_t images = g.batch * g.groups;
-  const int64_t wanted = 4 * int64_t(thread_count());
+  const int64_t wanted = tasks_wanted(thread_count());
   const int64_t ic_chunks = images >= wanted ? 1 : std::min(g.ic_per_group, (wanted + images - 1) / images);
   const int64_t ic_chunk = (g.ic_per_group + ic_chunks - 1) / ic_chunks;
   const bool nchw = g.layout == CONVJIT_NCHW;
@@ -76,25 +76,16 @@ Status conv_backward_data(const convjit_conv_params* params, const float* dy, co
           }
           for (int64_t run = 0; run < runs; ++run) {
             const int64_t k0 = nchw ? ic0 * g.taps : run * g.ic_per_group + ic0;
-            for (int64_t m = 0; m < run_rows; m += kTileRows) {
-              for (int64_t p = 0; p < panels; ++p) {
-                GemmTile tile{};
-                tile.k = g.oc_per_group;
-                tile.a = w_group + k0 + m;
-                tile.a_row_stride = 1;
-                tile.a_step = g.reduction;
-                tile.b = packed_dy + p * g.oc_per_group * kTileCols;
-                tile.c = dcol + m * ow_tile + p * kTileCols;
-                tile.c_row_stride = ow_tile;
-                tile.c_col_stride = 1;
-                tile.rows = int(std::min<int64_t>(kTileRows, run_rows - m));
-                tile.cols = int(std::min<int64_t>(kTileCols, owc - p * kTileCols));
-                tile.accumulate = false;
-                tile.bias = nullptr;
-                tile.relu = false;
-                gemm_tile(tile);
-              }
-            }
+            GemmTile tile{};
+            tile.k = g.oc_per_group;
+            tile.a = w_group + k0;
+            tile.a_row_stride = 1;
+            tile.a_step = g.reduction;
+            tile.b = packed_dy;
+            tile.c = dcol;
+            tile.c_row_stride = ow_tile;
+            tile.c_col_stride = 1;
+            gemm_blocks(tile, run_rows, owc, g.oc_per_group * kTileCols);
             for_each_patch_row(g, dx_group, od, oh, ow0, owc, k0, run_rows, [&](int64_t k, const PatchRow<float>& row) {
               const float* gradient = dcol + k * ow_tile;
               for (int64_t ow = row.lo; ow < row.hi; ++ow) row.src[(ow - row.lo) * row.step] += gradient[ow];

@@ -29,7 +29,7 @@ Status conv_backward_filter(const convjit_conv_params* params, const float* x, c
   const int64_t k_panels = (g.reduction + kTileCols - 1) / kTileCols;
   const int64_t oc_blocks = (g.oc_per_group + kTileRows - 1) / kTileRows;
   // Up to 4 panels per task; fewer when that leaves threads idle.
-  const int64_t panels_per_task = std::clamp<int64_t>(g.groups * k_panels / (4 * threads), 1, 4);
+  const int64_t panels_per_task = std::clamp<int64_t>(g.groups * k_panels / tasks_wanted(threads), 1, 4);
   const int64_t k_chunks = (k_panels + panels_per_task - 1) / panels_per_task;
   const int64_t oc_chunks = g.groups * k_chunks >= 2 * threads ? 1 : std::min<int64_t>(oc_blocks, 2 * threads);
   const int64_t oc_chunk = (oc_blocks + oc_chunks - 1) / oc_chunks * kTileRows;
@@ -64,25 +64,17 @@ Status conv_backward_filter(const convjit_conv_params* params, const float* x, c
             }
             const float* dy_row = dy + n * g.y.batch + (group * g.oc_per_group) * g.y.channel + od * g.y.spatial[0] +
                                   oh * g.y.spatial[1] + ow0 * g.y.spatial[2];
-            for (int64_t oc = oc0; oc < oc1; oc += kTileRows) {
-              for (int64_t p = 0; p < panels; ++p) {
-                GemmTile tile{};
-                tile.k = owc;
-                tile.a = dy_row + oc * g.y.channel;
-                tile.a_row_stride = g.y.channel;
-                tile.a_step = g.y.spatial[2];
-                tile.b = packed + p * owc * kTileCols;
-                tile.c = dw_block + oc * g.reduction + k0 + p * kTileCols;
-                tile.c_row_stride = g.reduction;
-                tile.c_col_stride = 1;
-                tile.rows = int(std::min<int64_t>(kTileRows, oc1 - oc));
-                tile.cols = int(std::min<int64_t>(kTileCols, kc - p * kTileCols));
-                tile.accumulate = !first;
-                tile.bias = nullptr;
-                tile.relu = false;
-                gemm_tile(tile);
-              }
-            }
+            GemmTile tile{};
+            tile.k = owc;
+            tile.a = dy_row + oc0 * g.y.channel;
+            tile.a_row_stride = g.y.channel;
+            tile.a_step = g.y.spatial[2];
+            tile.b = packed;
+            tile.c = dw_block + oc0 * g.reduction + k0;
+            tile.c_row_stride = g.reduction;
+            tile.c_col_stride = 1;
+            tile.accumulate = !first;
+            gemm_blocks(tile, oc1 - oc0, kc, owc * kTileCols);
             first = false;
           }
         }

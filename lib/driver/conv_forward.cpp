@@ -49,7 +49,7 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t panels = (pixels + pixel_granule - 1) / pixel_granule;
   const int64_t planes = g.batch * g.groups * g.out[0];
-  const int64_t wanted = 4 * int64_t(threads);
+  const int64_t wanted = tasks_wanted(threads);
   const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
   t.oc_chunks = needs.channels_first && planes < wanted ? std::min((wanted + planes - 1) / planes, granules) : 1;
   // Enough tiles that one tile's packed panels stay near kPackedFloatsTarget ...

@@ -12,7 +12,7 @@
 
 #include "geometry.hpp"
 #include "ops_internal.hpp"
-#include "patch_pack.hpp"
+#include "steps.hpp"
 #include "threads.hpp"
 
 namespace convjit::detail {
@@ -34,11 +34,9 @@ Window clip_window(const PoolGeometry& g, const int64_t o[3]) {
   Window win;
   for (int d = 0; d < 3; ++d) {
     win.origin[d] = o[d] * g.stride[d] - g.pad_begin[d];
-    const bool unit = g.dilation[d] == 1;  // the common case, without two divisions per pixel
-    const int64_t lo = unit ? -win.origin[d] : ceil_div(-win.origin[d], g.dilation[d]);
-    const int64_t hi = unit ? g.in[d] - win.origin[d] : ceil_div(g.in[d] - win.origin[d], g.dilation[d]);
-    win.lo[d] = std::clamp<int64_t>(lo, 0, g.window[d]);
-    win.hi[d] = std::clamp<int64_t>(hi, win.lo[d], g.window[d]);
+    const StepRange inside = steps_inside(win.origin[d], g.dilation[d], g.in[d], g.window[d]);
+    win.lo[d] = inside.lo;
+    win.hi[d] = inside.hi;
   }
   return win;
 }

@@ -50,12 +50,9 @@ inline __attribute__((always_inline)) __m256 load_inputs(const float* row, int64
 // [0, size), t' = t or n-1-t when flipped: a contiguous range.
 inline void valid_taps(int64_t o, int64_t stride, int64_t pad, int64_t dilation, int64_t n, int64_t size, bool flip,
                        int64_t* begin, int64_t* end) {
-  const int64_t origin = o * stride - pad;
-  const bool unit = dilation == 1;  // the common case, without two divisions per row
-  const int64_t lo = std::clamp<int64_t>(unit ? -origin : ceil_div(-origin, dilation), 0, n);  // first t' inside
-  const int64_t hi = std::clamp<int64_t>(unit ? size - origin : ceil_div(size - origin, dilation), lo, n);
-  *begin = flip ? n - hi : lo;
-  *end = flip ? n - lo : hi;
+  const StepRange inside = steps_inside(o * stride - pad, dilation, size, n);  // in t' order
+  *begin = flip ? n - inside.hi : inside.lo;
+  *end = flip ? n - inside.lo : inside.hi;
 }
 
 }  // namespace convjit::detail::avx2

@@ -195,7 +195,7 @@ void backward_filter_direct(const ConvGeometry& g, const float* x, const float* 
   const int threads = thread_count();
   int64_t block_size = 4;
   while (block_size > 1 &&
-         g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < 4 * int64_t(threads)) {
+         g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < tasks_wanted(threads)) {
     block_size /= 2;
   }
   const int64_t oc_blocks = (g.oc_per_group + block_size - 1) / block_size, per_group = oc_blocks * g.ic_per_group;

@@ -62,25 +62,19 @@ void conv_tile_generic(const convjit_conv_problem* problem, const convjit_conv_t
       std::fill(last, last + kc * kTileCols, 0.0f);
     }
     fill_panels(g, *t, k0, kc, packed, rows);
-    for (int64_t oc = 0; oc < t->oc_count; oc += kTileRows) {
-      for (int64_t p = 0; p < panels; ++p) {
-        GemmTile tile{};
-        tile.k = kc;
-        tile.a = t->w + oc * g.reduction + k0;
-        tile.a_row_stride = g.reduction;
-        tile.a_step = 1;
-        tile.b_rows = rows + p * kc;
-        tile.c = t->y + oc * g.y.channel + p * kTileCols * pixel_step;
-        tile.c_row_stride = g.y.channel;
-        tile.c_col_stride = pixel_step;
-        tile.rows = int(std::min<int64_t>(kTileRows, t->oc_count - oc));
-        tile.cols = int(std::min<int64_t>(kTileCols, t->pixel_count - p * kTileCols));
-        tile.accumulate = k0 > 0;
-        tile.bias = last_block && t->bias ? t->bias + oc : nullptr;
-        tile.relu = last_block && t->relu;
-        gemm_tile(tile);
-      }
-    }
+    GemmTile tile{};
+    tile.k = kc;
+    tile.a = t->w + k0;
+    tile.a_row_stride = g.reduction;
+    tile.a_step = 1;
+    tile.b_rows = rows;
+    tile.c = t->y;
+    tile.c_row_stride = g.y.channel;
+    tile.c_col_stride = pixel_step;
+    tile.accumulate = k0 > 0;
+    tile.bias = last_block ? t->bias : nullptr;
+    tile.relu = last_block && t->relu;
+    gemm_blocks(tile, t->oc_count, t->pixel_count, kc);
   }
 }
 

@@ -40,4 +40,23 @@ void gemm_tile(const GemmTile& tile) {
   fn(tile);
 }
 
+void gemm_blocks(const GemmTile& first, int64_t m, int64_t n, int64_t b_panel_stride) {
+  const int64_t panels = (n + kTileCols - 1) / kTileCols;
+  for (int64_t i = 0; i < m; i += kTileRows) {
+    for (int64_t p = 0; p < panels; ++p) {
+      GemmTile tile = first;
+      tile.a += i * first.a_row_stride;
+      if (first.b_rows)
+        tile.b_rows += p * b_panel_stride;
+      else
+        tile.b += p * b_panel_stride;
+      tile.c += i * first.c_row_stride + p * kTileCols * first.c_col_stride;
+      if (first.bias) tile.bias += i;
+      tile.rows = int(std::min<int64_t>(kTileRows, m - i));
+      tile.cols = int(std::min<int64_t>(kTileCols, n - p * kTileCols));
+      gemm_tile(tile);
+    }
+  }
+}
+
 }  // namespace convjit::detail

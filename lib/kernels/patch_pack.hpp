@@ -9,15 +9,9 @@
 
 #include "gemm_tile.hpp"
 #include "geometry.hpp"
+#include "steps.hpp"
 
 namespace convjit::detail {
-
-inline int64_t floor_div(int64_t a, int64_t b) {
-  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
-}
-inline int64_t ceil_div(int64_t a, int64_t b) {
-  return -floor_div(-a, b);
-}
 
 // Input coordinate of tap index t (0..kernel-1) at output position o in one spatial dim.
 inline int64_t input_coordinate(const convjit_conv_problem& g, int dim, int64_t o, int64_t t) {
@@ -74,10 +68,9 @@ void for_each_patch_row(const ConvGeometry& g, T* x, int64_t od, int64_t oh, int
     PatchRow<T> row{x, stride * g.x.spatial[2], 0, 0};
     if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1]) {
       const int64_t first_iw = input_coordinate(g, 2, ow0, at.kw);  // later ow step by stride
-      const int64_t lo = stride == 1 ? -first_iw : ceil_div(-first_iw, stride);
-      const int64_t hi = stride == 1 ? g.in[2] - first_iw : ceil_div(g.in[2] - first_iw, stride);
-      row.lo = std::clamp<int64_t>(lo, 0, owc);
-      row.hi = std::clamp<int64_t>(hi, row.lo, owc);
+      const StepRange inside = steps_inside(first_iw, stride, g.in[2], owc);
+      row.lo = inside.lo;
+      row.hi = inside.hi;
       if (row.lo < row.hi) {
         row.src = x + at.ic * g.x.channel + id * g.x.spatial[0] + ih * g.x.spatial[1] +
                   (first_iw + row.lo * stride) * g.x.spatial[2];

@@ -14,6 +14,11 @@ void set_thread_count(int threads);  // 0 = default: CONVJIT_NUM_THREADS, else O
 // Below this much work (in flops or element visits) a call runs on one thread.
 inline constexpr double kParallelWorkThreshold = 2e5;
 
+// How many tasks a call splits into for `threads` threads: a few per thread, so that tasks of
+// uneven cost still balance over a static schedule.
+inline constexpr int64_t kTasksPerThread = 4;
+inline int64_t tasks_wanted(int threads) { return kTasksPerThread * int64_t(threads); }
+
 // Runs body(task) for task in [0, tasks) on up to `threads` threads. Tasks are split statically
 // into contiguous ranges.
 template <typename Body>
