@@ -36,6 +36,17 @@ convjit_status guarded(Call&& call) noexcept {
   return status.code;
 }
 
+// out_size of a conv or pool problem: its first `rank` entries, then 1s.
+template <typename Params, typename Geometry>
+Status output_size(const Params* params, Status (*make_geometry)(const Params&, Geometry*), int64_t out_size[3]) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  Geometry g;
+  CONVJIT_RETURN_IF_ERROR(make_geometry(*params, &g));
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{out_size, "out_size"}}));
+  for (int d = 0; d < 3; ++d) out_size[d] = d < params->rank ? g.out[d + 3 - params->rank] : 1;
+  return Status::success();
+}
+
 }  // namespace
 }  // namespace convjit::detail
 
@@ -45,14 +56,7 @@ using convjit::detail::Status;
 namespace detail = convjit::detail;
 
 extern "C" convjit_status convjit_conv_output_size(const convjit_conv_params* params, int64_t out_size[3]) {
-  return guarded([&] {
-    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{params, "params"}}));
-    detail::ConvGeometry g;
-    CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(*params, &g));
-    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{out_size, "out_size"}}));
-    for (int d = 0; d < 3; ++d) out_size[d] = d < params->rank ? g.out[d + 3 - params->rank] : 1;
-    return Status::success();
-  });
+  return guarded([&] { return detail::output_size(params, detail::make_conv_geometry, out_size); });
 }
 
 extern "C" convjit_status convjit_conv_forward(const convjit_conv_params* params, const float* x, const float* w,
@@ -72,14 +76,7 @@ extern "C" convjit_status convjit_conv_backward_filter(const convjit_conv_params
 }
 
 extern "C" convjit_status convjit_pool_output_size(const convjit_pool_params* params, int64_t out_size[3]) {
-  return guarded([&] {
-    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{params, "params"}}));
-    detail::PoolGeometry g;
-    CONVJIT_RETURN_IF_ERROR(detail::make_pool_geometry(*params, &g));
-    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{out_size, "out_size"}}));
-    for (int d = 0; d < 3; ++d) out_size[d] = d < params->rank ? g.out[d + 3 - params->rank] : 1;
-    return Status::success();
-  });
+  return guarded([&] { return detail::output_size(params, detail::make_pool_geometry, out_size); });
 }
 
 extern "C" convjit_status convjit_maxpool_forward(const convjit_pool_params* params, const float* x, float* y) {

@@ -17,6 +17,16 @@ Extent to_extent(const int64_t from[3]) {
   return {from[0], from[1], from[2]};
 }
 
+// The spatial fields conv and pool dims share (all but the kernel or window), from the C struct.
+template <typename Dims, typename Params>
+void spatial_from_c(const Params& p, Dims* d) {
+  d->in_size = to_extent(p.in_size);
+  d->stride = to_extent(p.stride);
+  d->dilation = to_extent(p.dilation);
+  d->pad_begin = to_extent(p.pad_begin);
+  d->pad_end = to_extent(p.pad_end);
+}
+
 detail::ConvGeometry conv_geometry_or_throw(const ConvDims& dims) {
   detail::ConvGeometry g;
   detail::Status status = detail::make_conv_geometry(dims.to_c(), &g);
@@ -68,12 +78,8 @@ ConvDims ConvDims::from_c(const convjit_conv_params& p) {
   d.in_channels = p.in_channels;
   d.out_channels = p.out_channels;
   d.groups = p.groups;
-  d.in_size = to_extent(p.in_size);
   d.kernel = to_extent(p.kernel);
-  d.stride = to_extent(p.stride);
-  d.dilation = to_extent(p.dilation);
-  d.pad_begin = to_extent(p.pad_begin);
-  d.pad_end = to_extent(p.pad_end);
+  spatial_from_c(p, &d);
   return d;
 }
 
@@ -117,12 +123,8 @@ PoolDims PoolDims::from_c(const convjit_pool_params& p) {
   d.exclude_padding = p.exclude_padding != 0;
   d.batch = p.batch;
   d.channels = p.channels;
-  d.in_size = to_extent(p.in_size);
   d.window = to_extent(p.window);
-  d.stride = to_extent(p.stride);
-  d.dilation = to_extent(p.dilation);
-  d.pad_begin = to_extent(p.pad_begin);
-  d.pad_end = to_extent(p.pad_end);
+  spatial_from_c(p, &d);
   return d;
 }
 

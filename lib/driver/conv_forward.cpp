@@ -286,18 +286,6 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
 
 }  // namespace
 
-Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
-                             const float* y, ConvGeometry* g) {
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
-  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, g));
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {w, "w"}, {y, "y"}}));
-  if (activation != CONVJIT_ACT_IDENTITY && activation != CONVJIT_ACT_RELU) {
-    return Status::invalid("activation = " + std::to_string(activation) +
-                           ": must be CONVJIT_ACT_IDENTITY (0) or CONVJIT_ACT_RELU (1)");
-  }
-  return Status::success();
-}
-
 void run_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads, const float* x,
                       const float* w, const float* bias, bool relu, float* y) {
   if (!kernels.specialized && kernels.generic->whole_call) {

@@ -9,10 +9,6 @@
 
 namespace convjit::detail {
 
-// Validates everything a forward call reads; on success *g describes the problem.
-Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
-                             const float* y, ConvGeometry* g);
-
 // What a forward call runs (lib/runtime/select_tier.hpp chooses): tier 0's kernel, or a compiled
 // one; with a compiled kernel, `generic` is a tile kernel that takes the segments the compiled row
 // kernel cannot view.

@@ -75,6 +75,31 @@ void set_dense_strides(Strides& s, Layout layout, int64_t channels, const int64_
   s.spatial[0] = pixel_step * size[2] * size[1];
 }
 
+// The spatial dims of a window op (a convolution's kernel, a pooling window) normalized to
+// (D, H, W), missing outer dims of size 1 with a window of 1, stride 1, dilation 1 and no padding,
+// and its output sizes. p_window is the params' kernel or window, window the result's;
+// window_name names it in errors.
+template <typename Params, typename Result>
+Status normalize_spatial(const Params& p, const int64_t (&p_window)[3], const char* window_name, Result* r,
+                         int64_t (&window)[3]) {
+  for (int d = 0; d < 3; ++d) {
+    r->in[d] = r->out[d] = window[d] = r->stride[d] = r->dilation[d] = 1;
+    r->pad_begin[d] = 0;
+  }
+  const int offset = 3 - p.rank;
+  for (int d = 0; d < p.rank; ++d) {
+    const int n = d + offset;
+    CONVJIT_RETURN_IF_ERROR(window_output_size(d, window_name, p.in_size[d], p_window[d], p.stride[d], p.dilation[d],
+                                               p.pad_begin[d], p.pad_end[d], &r->out[n]));
+    r->in[n] = p.in_size[d];
+    window[n] = p_window[d];
+    r->stride[n] = p.stride[d];
+    r->dilation[n] = p.dilation[d];
+    r->pad_begin[n] = p.pad_begin[d];
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 Status make_conv_geometry(const convjit_conv_params& p, ConvGeometry* g) {
@@ -101,21 +126,7 @@ Status make_conv_geometry(const convjit_conv_params& p, ConvGeometry* g) {
   r.out_channels = p.out_channels;
   r.ic_per_group = p.in_channels / p.groups;
   r.oc_per_group = p.out_channels / p.groups;
-  int offset = 3 - p.rank;  // missing outer dims: size 1, kernel 1, stride 1, no padding
-  for (int d = 0; d < 3; ++d) {
-    r.in[d] = r.out[d] = r.kernel[d] = r.stride[d] = r.dilation[d] = 1;
-    r.pad_begin[d] = 0;
-  }
-  for (int d = 0; d < p.rank; ++d) {
-    int n = d + offset;
-    CONVJIT_RETURN_IF_ERROR(window_output_size(d, "kernel", p.in_size[d], p.kernel[d], p.stride[d], p.dilation[d],
-                                               p.pad_begin[d], p.pad_end[d], &r.out[n]));
-    r.in[n] = p.in_size[d];
-    r.kernel[n] = p.kernel[d];
-    r.stride[n] = p.stride[d];
-    r.dilation[n] = p.dilation[d];
-    r.pad_begin[n] = p.pad_begin[d];
-  }
+  CONVJIT_RETURN_IF_ERROR(normalize_spatial(p, p.kernel, "kernel", &r, r.kernel));
   int64_t x_elements, w_elements, y_elements;
   CONVJIT_RETURN_IF_ERROR(checked_elements("x", {p.batch, p.in_channels, r.in[0], r.in[1], r.in[2]}, &x_elements));
   CONVJIT_RETURN_IF_ERROR(
@@ -141,27 +152,25 @@ Status make_pool_geometry(const convjit_pool_params& p, PoolGeometry* g) {
   r.exclude_padding = p.exclude_padding == 1;
   r.batch = p.batch;
   r.channels = p.channels;
-  int offset = 3 - p.rank;
-  for (int d = 0; d < 3; ++d) {
-    r.in[d] = r.out[d] = r.window[d] = r.stride[d] = r.dilation[d] = 1;
-    r.pad_begin[d] = 0;
-  }
-  for (int d = 0; d < p.rank; ++d) {
-    int n = d + offset;
-    CONVJIT_RETURN_IF_ERROR(window_output_size(d, "window", p.in_size[d], p.window[d], p.stride[d], p.dilation[d],
-                                               p.pad_begin[d], p.pad_end[d], &r.out[n]));
-    r.in[n] = p.in_size[d];
-    r.window[n] = p.window[d];
-    r.stride[n] = p.stride[d];
-    r.dilation[n] = p.dilation[d];
-    r.pad_begin[n] = p.pad_begin[d];
-  }
+  CONVJIT_RETURN_IF_ERROR(normalize_spatial(p, p.window, "window", &r, r.window));
   int64_t x_elements, y_elements;
   CONVJIT_RETURN_IF_ERROR(checked_elements("x", {p.batch, p.channels, r.in[0], r.in[1], r.in[2]}, &x_elements));
   CONVJIT_RETURN_IF_ERROR(checked_elements("y", {p.batch, p.channels, r.out[0], r.out[1], r.out[2]}, &y_elements));
   set_dense_strides(r.x, r.layout, r.channels, r.in);
   set_dense_strides(r.y, r.layout, r.channels, r.out);
   *g = r;
+  return Status::success();
+}
+
+Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
+                             const float* y, ConvGeometry* g) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, g));
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {w, "w"}, {y, "y"}}));
+  if (activation != CONVJIT_ACT_IDENTITY && activation != CONVJIT_ACT_RELU) {
+    return Status::invalid("activation = " + std::to_string(activation) +
+                           ": must be CONVJIT_ACT_IDENTITY (0) or CONVJIT_ACT_RELU (1)");
+  }
   return Status::success();
 }
 

@@ -38,4 +38,8 @@ struct PoolGeometry {
 Status make_conv_geometry(const convjit_conv_params& params, ConvGeometry* geometry);
 Status make_pool_geometry(const convjit_pool_params& params, PoolGeometry* geometry);
 
+// Validates everything a forward call reads; on success *g describes the problem.
+Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
+                             const float* y, ConvGeometry* g);
+
 }  // namespace convjit::detail
