@@ -33,16 +33,16 @@ void Runtime::Impl::request_compile(ConfigSlot& slot, uint64_t id, const jit::Sp
     compile(request);
     return;
   }
-  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  if (!worker_) worker_ = std::make_unique<std::thread>([this] { worker_loop(); });
   queue_.push_back(request);
   ++in_flight_;
-  work_ready_.notify_one();
+  work_ready_->notify_one();
 }
 
 void Runtime::Impl::worker_loop() {
   std::unique_lock<std::mutex> lock(compile_mutex_);
   for (;;) {
-    work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    work_ready_->wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (stopping_) return;
     const CompileRequest request = queue_.front();
     queue_.pop_front();
@@ -117,7 +117,7 @@ void Runtime::Impl::compile(const CompileRequest& request) {
   if (!kernel && compiled_now) ++compile_failures_;
   if (request.warm) warm_pending_.fetch_sub(1);
   --in_flight_;
-  work_done_.notify_all();  // waiters for all compiles, and for one slot's
+  work_done_->notify_all();  // waiters for all compiles, and for one slot's
 }
 
 void Runtime::Impl::wait_for_slot(ConfigSlot& slot) {
@@ -129,12 +129,12 @@ void Runtime::Impl::wait_for_slot(ConfigSlot& slot) {
       break;
     }
   }
-  work_done_.wait(lock, [&] { return slot.state.load(std::memory_order_acquire) != int(SlotState::Queued); });
+  work_done_->wait(lock, [&] { return slot.state.load(std::memory_order_acquire) != int(SlotState::Queued); });
 }
 
 void Runtime::Impl::wait_for_compiles() {
   std::unique_lock<std::mutex> lock(compile_mutex_);
-  work_done_.wait(lock, [this] { return in_flight_ == 0; });
+  work_done_->wait(lock, [this] { return in_flight_ == 0; });
 }
 
 }  // namespace convjit

@@ -19,6 +19,7 @@ class KernelCache {
   const jit::CompiledKernel* insert(std::unique_ptr<jit::CompiledKernel> kernel);
   int64_t kernels();
   int64_t code_bytes();
+  std::mutex& mutex() { return mutex_; }  // held across fork() (lib/runtime/fork.cpp)
 
  private:
   std::mutex mutex_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "convjit/error.hpp"
+#include "fork.hpp"
 #include "runtime_impl.hpp"
 #include "select_tier.hpp"
 #include "stats_json.hpp"
@@ -28,6 +29,7 @@ Runtime::Impl::Impl(const Policy& p, std::unique_ptr<jit::Backend> backend, std:
       backend_(std::move(backend)),
       backend_unavailable_reason_(std::move(unavailable_reason)),
       table_(p.max_configurations) {
+  detail::register_for_fork(this);
   if (backend_ && !policy.cache_dir.empty()) start_warm();
 }
 
@@ -62,6 +64,7 @@ void Runtime::Impl::save_hot_configurations() {
 }
 
 Runtime::Impl::~Impl() {
+  detail::unregister_for_fork(this);
   if (backend_ && !policy.cache_dir.empty()) {
     wait_for_compiles();
     save_hot_configurations();
@@ -70,8 +73,8 @@ Runtime::Impl::~Impl() {
     std::lock_guard<std::mutex> lock(compile_mutex_);
     stopping_ = true;
   }
-  work_ready_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  work_ready_->notify_all();
+  if (worker_) worker_->join();
 }
 
 int64_t Runtime::Impl::now_ns() const {

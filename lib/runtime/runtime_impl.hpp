@@ -30,6 +30,13 @@ struct Runtime::Impl {
   RuntimeStats stats();
   void wait_for_compiles();
 
+  // fork() (lib/runtime/fork.cpp): every lock taken before, released after in the parent; in the
+  // child, where only the forking thread lives, the compile worker and its queue are forgotten
+  // and configurations whose compile was queued or running go back to cold.
+  void lock_for_fork();
+  void unlock_after_fork();
+  void reset_in_forked_child();
+
   const Policy policy;
 
  private:
@@ -60,12 +67,15 @@ struct Runtime::Impl {
 
   std::mutex compile_serial_;  // one backend compile at a time
   std::mutex compile_mutex_;   // guards the queue and the counters below
-  std::condition_variable work_ready_, work_done_;
+  // Replaced, never destroyed, in a forked child: threads of the parent may be registered as their
+  // waiters, and glibc's destroy (and broadcast) wait for waiters that are not in the child.
+  std::unique_ptr<std::condition_variable> work_ready_ = std::make_unique<std::condition_variable>();
+  std::unique_ptr<std::condition_variable> work_done_ = std::make_unique<std::condition_variable>();
   std::deque<CompileRequest> queue_;
   int64_t in_flight_ = 0, compiles_ = 0, compile_failures_ = 0;
   std::atomic<int64_t> warm_pending_{0};  // warm-start compiles not finished
   bool stopping_ = false;
-  std::thread worker_;
+  std::unique_ptr<std::thread> worker_;  // started by the first queued compile
 };
 
 // The backend a policy asks for, or null with the reason.

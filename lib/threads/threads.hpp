@@ -19,14 +19,21 @@ inline constexpr double kParallelWorkThreshold = 2e5;
 inline constexpr int64_t kTasksPerThread = 4;
 inline int64_t tasks_wanted(int threads) { return kTasksPerThread * int64_t(threads); }
 
+// After fork() in a process that had started an OpenMP team, the child holds libgomp's pool
+// state but none of its threads, and a team would wait for them forever: there every call runs on
+// its calling thread (the same bits: each task owns its outputs).
+bool teams_unusable_after_fork();
+void note_team_started();
+
 // Runs body(task) for task in [0, tasks) on up to `threads` threads. Tasks are split statically
 // into contiguous ranges.
 template <typename Body>
 void parallel_for(int threads, int64_t tasks, double work, Body&& body) {
-  if (threads <= 1 || tasks <= 1 || work < kParallelWorkThreshold) {
+  if (threads <= 1 || tasks <= 1 || work < kParallelWorkThreshold || teams_unusable_after_fork()) {
     for (int64_t t = 0; t < tasks; ++t) body(t);
     return;
   }
+  note_team_started();
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t t = 0; t < tasks; ++t) body(t);
 }
