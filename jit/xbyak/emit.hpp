@@ -22,7 +22,8 @@ inline constexpr int64_t kMaxTaps = 512;
 // Empty when the key's extents fit the generators' immediates and unrolling budget.
 inline std::string common_unsupported_reason(const SpecKey& key) {
   for (int d = 0; d < 3; ++d) {
-    if (key.kernel[d] * key.dilation[d] > kMaxExtent || key.stride[d] > kMaxExtent) return "kernel extent too large";
+    // kernel * dilation > kMaxExtent, without the product (which may not fit int64).
+    if (key.kernel[d] > kMaxExtent / key.dilation[d] || key.stride[d] > kMaxExtent) return "kernel extent too large";
   }
   if (key.kernel[0] * key.kernel[1] * key.kernel[2] > kMaxTaps) {
     return "more than " + std::to_string(kMaxTaps) + " taps";

@@ -42,8 +42,8 @@ void tile(const GemmTile& t) {
   const float* b = t.b;
   const int64_t k = t.k, a_step = t.a_step;
   const float* const* b_rows = t.b_rows;
-  for (int64_t r = 0; r < k; ++r, b += kTileCols) {
-    const float* b_row = IndirectB ? b_rows[r] : b;
+  for (int64_t r = 0; r < k; ++r) {
+    const float* b_row = IndirectB ? b_rows[r] : b + r * kTileCols;  // b is null with row pointers
     const __m256 b_lo = _mm256_loadu_ps(b_row), b_hi = _mm256_loadu_ps(b_row + 8);
 #pragma GCC unroll 6
     for (int i = 0; i < Rows; ++i) {

@@ -56,7 +56,7 @@ Status window_output_size(int dim, const char* extent_name, int64_t in, int64_t 
   if (padded - span - 1 < 0) {
     return Status::invalid("output size of spatial dim " + std::to_string(dim) + " < 1: padded input " +
                            std::to_string(padded) + " is smaller than the dilated " + extent_name + " " +
-                           std::to_string(span + 1) + " (in_size + pad_begin + pad_end must be >= dilation*(" +
+                           std::to_string(uint64_t(span) + 1) + " (in_size + pad_begin + pad_end must be >= dilation*(" +
                            extent_name + "-1)+1)");
   }
   *out = (padded - span - 1) / stride + 1;

@@ -48,5 +48,22 @@ TEST(XbyakPlans, EveryKeyOfASweepFitsTheRegisterBudget) {
   EXPECT_GE(nhwc, 50);
 }
 
+// A valid problem can pad its way to a dilation whose product with the kernel does not fit int64
+// (one input, 2^62 padding): the generators refuse its key instead of wrapping around.
+TEST(XbyakPlans, KeysWhoseDilatedExtentIsTooLargeAreRefused) {
+  auto key_for = [](int64_t kernel, int64_t dilation, int64_t pad) {
+    convjit_conv_params p = conv(1, Layout::NCHW, 1, 1, 1, 1, {1, 1, 1}, {kernel, 1, 1}).to_c();
+    p.dilation[0] = dilation;
+    p.pad_begin[0] = pad;
+    detail::ConvGeometry g;
+    EXPECT_TRUE(detail::make_conv_geometry(p, &g).ok());
+    return jit::make_spec_key(g, 1, false, jit::Isa::Avx2Fma, false);
+  };
+  const int64_t huge = int64_t(1) << 62;
+  EXPECT_EQ(jit::xbyak::nchw_unsupported_reason(key_for(2, huge, huge)), "kernel extent too large");
+  EXPECT_EQ(jit::xbyak::nchw_unsupported_reason(key_for(3, 30000, 60000)), "kernel extent too large");
+  EXPECT_EQ(jit::xbyak::nchw_unsupported_reason(key_for(3, 20000, 40000)), "");
+}
+
 }  // namespace
 }  // namespace convjit::testing

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <future>
 #include <limits>
+#include <string>
 #include <thread>
 
 #include "convjit/convjit.h"
@@ -116,6 +117,17 @@ TEST(CApi, EveryInvalidPoolFieldIsRejected) {
     EXPECT_TRUE(holds_sentinel(out) && holds_sentinel(a) && holds_sentinel(b) && holds_sentinel(e))
         << "a buffer was written";
   }
+}
+
+// A dilated kernel of exactly INT64_MAX elements: the message states it without overflowing.
+TEST(CApi, TheLargestDilatedKernelIsReportedExactly) {
+  convjit_conv_params p = conv(1, Layout::NCHW, 1, 1, 1, 1, {5, 1, 1}, {2, 1, 1}).to_c();
+  p.dilation[0] = std::numeric_limits<int64_t>::max();
+  int64_t out[3];
+  ASSERT_EQ(convjit_conv_output_size(&p, out), CONVJIT_EINVAL);
+  const std::string message = convjit_last_error();
+  EXPECT_NE(message.find("dilated kernel 9223372036854775808"), std::string::npos) << message;
+  EXPECT_EQ(message.find("-9223372036854775808"), std::string::npos) << message;
 }
 
 TEST(CApi, NullPointersAreRejected) {
