@@ -15,7 +15,8 @@ struct CompiledKernel {
   convjit_conv_kernel kernel;
   SpecKey key;
   std::string name;
-  size_t code_bytes = 0;
+  size_t code_bytes = 0;        // emitted (the stats' figure)
+  size_t mapped_bytes = 0;      // executable memory it holds, whole pages (what the code budget counts)
   std::shared_ptr<void> code;  // owns the executable memory
 };
 

@@ -12,6 +12,8 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <unistd.h>
+
 #include <mutex>
 
 #include "backend.hpp"
@@ -122,6 +124,9 @@ class LlvmBackend : public Backend {
     out->key = key;
     out->name = key.name();
     out->code_bytes = last_object_bytes_;
+    // JITLink gives a module's code, read-only data and data pages of their own: an upper bound.
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    out->mapped_bytes = (last_object_bytes_ + page - 1) / page * page + 2 * page;
     // The kernel's code lives until its last holder lets go; the JIT outlives it.
     std::shared_ptr<llvm::orc::LLJIT> jit = jit_;
     out->code = std::shared_ptr<void>(nullptr, [jit, tracker](void*) { llvm::consumeError(tracker->remove()); });

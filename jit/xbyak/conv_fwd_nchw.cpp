@@ -370,7 +370,7 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
   // A tap's block of one vector takes at most ~100 bytes.
   const size_t code_size = code_buffer_bytes(key, plan.vectors, 128);
   return emit_kernel(
-      key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
+      key, kernel, code_size, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak

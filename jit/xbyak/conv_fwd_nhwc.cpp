@@ -320,7 +320,7 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
   // A tap's block takes at most ~300 bytes.
   const size_t code_size = code_buffer_bytes(key, 1, 320);
   return emit_kernel(
-      key, kernel, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
+      key, kernel, code_size, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak

@@ -58,9 +58,11 @@ inline void emit_leave(Xbyak::CodeGenerator& g, int local_bytes) {
 // faster); 3x3 kernels stay unrolled (looping them cost NHWC 15%).
 inline constexpr int64_t kRolledKernelRows = 5;
 
-// make() builds the generator (emitting the code); kernel holds everything but `compute`.
+// make() builds the generator (emitting the code) in a buffer of buffer_bytes; kernel holds
+// everything but `compute`.
 template <typename Make>
-bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, Make&& make, CompiledKernel* out, std::string* error) {
+bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, size_t buffer_bytes, Make&& make,
+                 CompiledKernel* out, std::string* error) {
   try {
     std::shared_ptr<Xbyak::CodeGenerator> generator = make();
     generator->setProtectModeRE();  // written while read+write, executable only from here on
@@ -69,6 +71,9 @@ bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, Make&& make, Co
     out->key = key;
     out->name = key.name();
     out->code_bytes = generator->getSize();
+    // Xbyak maps the whole buffer, rounded up to its page size.
+    const size_t page = Xbyak::inner::ALIGN_PAGE_SIZE;
+    out->mapped_bytes = (buffer_bytes + page - 1) / page * page;
     out->code = generator;
     return true;
   } catch (const Xbyak::Error& e) {

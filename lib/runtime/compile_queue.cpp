@@ -65,11 +65,18 @@ void Runtime::Impl::compile(const CompileRequest& request) {
       compiled_now = true;
       auto fresh = std::make_unique<jit::CompiledKernel>();
       const Clock::time_point start = Clock::now();
+      // The budget bounds the executable memory the kernels hold, checked again with the new
+      // kernel's own, so the last one cannot overshoot it (its code is freed with `fresh`).
       bool ok = false;
-      if (cache_.code_bytes() >= policy.code_budget_bytes) {
-        failure = "code budget of " + std::to_string(policy.code_budget_bytes) + " bytes exhausted";
-      } else {
-        ok = backend_->compile(request.key, fresh.get(), &failure);
+      const std::string budget = "code budget of " + std::to_string(policy.code_budget_bytes) + " bytes";
+      if (cache_.mapped_bytes() >= policy.code_budget_bytes) {
+        failure = budget + " exhausted";
+      } else if (backend_->compile(request.key, fresh.get(), &failure)) {
+        ok = cache_.mapped_bytes() + int64_t(fresh->mapped_bytes) <= policy.code_budget_bytes;
+        if (!ok) {
+          failure = budget + " would be exceeded: its kernels hold " + std::to_string(cache_.mapped_bytes()) +
+                    ", this one " + std::to_string(fresh->mapped_bytes);
+        }
       }
       compile_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
       if (ok) {

@@ -19,6 +19,7 @@ const jit::CompiledKernel* KernelCache::insert(std::unique_ptr<jit::CompiledKern
     if (it->second->key == kernel->key) return it->second.get();
   }
   code_bytes_ += int64_t(kernel->code_bytes);
+  mapped_bytes_ += int64_t(kernel->mapped_bytes);
   return kernels_.emplace(hash, std::move(kernel))->second.get();
 }
 
@@ -30,6 +31,11 @@ int64_t KernelCache::kernels() {
 int64_t KernelCache::code_bytes() {
   std::lock_guard<std::mutex> lock(mutex_);
   return code_bytes_;
+}
+
+int64_t KernelCache::mapped_bytes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return mapped_bytes_;
 }
 
 }  // namespace convjit::detail

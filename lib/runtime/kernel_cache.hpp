@@ -19,12 +19,13 @@ class KernelCache {
   const jit::CompiledKernel* insert(std::unique_ptr<jit::CompiledKernel> kernel);
   int64_t kernels();
   int64_t code_bytes();
+  int64_t mapped_bytes();  // the code budget's measure
   std::mutex& mutex() { return mutex_; }  // held across fork() (lib/runtime/fork.cpp)
 
  private:
   std::mutex mutex_;
   std::unordered_multimap<uint64_t, std::unique_ptr<jit::CompiledKernel>> kernels_;
-  int64_t code_bytes_ = 0;
+  int64_t code_bytes_ = 0, mapped_bytes_ = 0;
 };
 
 }  // namespace convjit::detail

@@ -290,6 +290,28 @@ TEST(Runtime, HotThresholdDelaysTheCompile) {
   EXPECT_EQ(stats.compiles, 1);
 }
 
+// The code budget bounds the executable memory the kernels hold (whole pages each: at least one),
+// the last kernel included: with room for a few pages, only a few kernels compile, the rest are
+// refused saying so, and every result is still right.
+TEST(Runtime, TheCodeBudgetBoundsTheKernelsMemory) {
+  constexpr int64_t kPage = 4096, kPages = 6;
+  Policy policy = eager_policy();
+  policy.code_budget_bytes = kPages * kPage;
+  Runtime runtime(policy);
+  SKIP_WITHOUT_BACKEND(runtime);
+  const std::vector<ConvDims> shapes = random_conv_sweep(0xB0D6, 60);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Problem p(shapes[i], case_seed(0xB0D6, i));
+    EXPECT_TRUE(p.matches_reference(p.run(runtime), "budget y"));
+  }
+  const RuntimeStats stats = runtime.stats();
+  EXPECT_GE(stats.kernels, 1);
+  EXPECT_LE(stats.kernels, kPages) << "kernels hold at least a page each";
+  int refused = 0;
+  for (const ConfigStats& c : stats.configurations) refused += c.failure.find("code budget") != std::string::npos;
+  EXPECT_GE(refused, 1);
+}
+
 // No code budget: every compile is refused, every configuration stays generic and correct.
 TEST(Runtime, RefusedCompilesStayGenericAndCorrect) {
   Policy policy = eager_policy();
