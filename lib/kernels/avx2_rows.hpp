@@ -12,8 +12,11 @@
 
 namespace convjit::detail::avx2 {
 
-// Lanes l of a vector whose input position first + l lies in [0, end).
+// Lanes l of a vector whose input position first + l lies in [0, end), end < 2^31 - 8. The
+// lanes compare positions in int32: a vector wholly outside (huge padding or dilation) has
+// positions that may not fit, and no lane inside.
 inline __m256i lanes_inside(int64_t first, int64_t end) {
+  if (first >= end || first <= -8) return _mm256_setzero_si256();
   const __m256i position =
       _mm256_add_epi32(_mm256_set1_epi32(int32_t(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   const __m256i at_least_zero = _mm256_cmpgt_epi32(position, _mm256_set1_epi32(-1));
@@ -41,6 +44,8 @@ inline __attribute__((always_inline)) __m256 load_inputs(const float* row, int64
                                                          int64_t limit) {
   const int64_t end = std::min(width, limit);
   if (first >= 0 && first + Stride * 8 <= end) return load_real_inputs<Stride>(row, first);
+  // Wholly outside the row: zeros, without forming a pointer outside it.
+  if (first >= end || first + Stride * 8 <= 0) return _mm256_setzero_ps();
   const __m256 a = _mm256_maskload_ps(row + first, lanes_inside(first, end));
   if constexpr (Stride == 1) return a;
   return even_lanes(a, _mm256_maskload_ps(row + first + 8, lanes_inside(first + 8, end)));

@@ -50,10 +50,11 @@ void block(const convjit_conv_problem& g, const convjit_conv_tile& t, const Row&
   for (int64_t ic = 0; ic < g.ic_per_group; ++ic) {
     const float* x_channel = t.x + ic * g.x.channel;
     const float* w_channel = t.w + (oc0 * g.ic_per_group + ic) * g.taps;
-    const float* plane = x_channel + r.plane_offset;
-    for (int64_t kd = r.kd_begin; kd < r.kd_end; ++kd, plane += step_plane) {
-      const float* row = plane;
-      for (int64_t kh = r.kh_begin; kh < r.kh_end; ++kh, row += step_row) {
+    // Pointers formed only at real taps: stepping past the last one may leave the buffer.
+    for (int64_t kd = r.kd_begin; kd < r.kd_end; ++kd) {
+      const float* plane = x_channel + r.plane_offset + (kd - r.kd_begin) * step_plane;
+      for (int64_t kh = r.kh_begin; kh < r.kh_end; ++kh) {
+        const float* row = plane + (kh - r.kh_begin) * step_row;
         const float* w_tap = w_channel + (kd * kh_n + kh) * kw_n;
         for (int64_t kw = 0; kw < kw_n; ++kw) {
           const int64_t first = first_w + kw * step_w;

@@ -1,0 +1,99 @@
+// Valid problems at the edges of int64: padding, strides and dilations of 2^20 to 2^40 around
+// inputs of a few elements (outputs of a few elements too), in every layout and rank, through every
+// op. Each must match the oracle with its outputs between guard zones; under the sanitizer build
+// (tests/sanitizers) no kernel may form a pointer outside its buffers on the way.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "support/op_checks.hpp"
+#include "support/random_shapes.hpp"
+
+namespace convjit::testing {
+namespace {
+
+constexpr int64_t kHuge = int64_t(1) << 40;
+constexpr int64_t kLarge = int64_t(1) << 20;
+
+std::vector<ConvDims> extreme_convs() {
+  std::vector<ConvDims> out;
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    for (int32_t rank = 1; rank <= 3; ++rank) {
+      const auto last = size_t(rank - 1);
+      // Huge padding on both sides, a dilation that jumps over the whole input, a huge stride.
+      ConvDims a = conv(rank, layout, 1, 2, 3, 1, {3, 3, 3}, {2, 2, 2});
+      a.pad_begin[last] = a.pad_end[last] = kHuge;
+      a.dilation[last] = kHuge;
+      a.stride[last] = kHuge;
+      out.push_back(a);
+      // Padding only before, stride just over the input, depthwise.
+      ConvDims b = conv(rank, layout, 2, 3, 6, 3, {4, 4, 4}, {3, 1, 1}, {kLarge, 1, 1}, {kLarge, 0, 0});
+      out.push_back(b);
+      // A dilation as large as the padding allows, convolution mode.
+      ConvDims c = conv(rank, layout, 1, 1, 2, 1, {5, 5, 5}, {2, 2, 2});
+      c.dilation[0] = kHuge;
+      c.pad_begin[0] = kHuge;
+      c.mode = Mode::Convolution;
+      out.push_back(c);
+      // Depthwise with one channel per group (tier 0's own kernels), huge padding and dilation.
+      ConvDims d = conv(rank, layout, 2, 8, 8, 8, {6, 6, 6}, {3, 3, 3});
+      d.pad_begin[last] = d.pad_end[last] = kHuge;
+      d.dilation[last] = kHuge;
+      out.push_back(d);
+      // Few channels (the direct tiles and backward filter kernel), a huge stride along W.
+      ConvDims e = conv(rank, layout, 1, 2, 2, 1, {7, 7, 7}, {3, 3, 3});
+      e.stride[last] = kHuge;
+      e.pad_begin[last] = kLarge;
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+std::vector<PoolDims> extreme_pools() {
+  std::vector<PoolDims> out;
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    for (int32_t rank = 1; rank <= 3; ++rank) {
+      PoolDims d;
+      d.rank = rank;
+      d.layout = layout;
+      d.batch = 2;
+      d.channels = 3;
+      for (int i = 0; i < rank; ++i) {
+        d.in_size[size_t(i)] = 4;
+        d.window[size_t(i)] = 2;
+        d.stride[size_t(i)] = i == rank - 1 ? kHuge : 1;
+        d.dilation[size_t(i)] = i == 0 ? kLarge : 1;
+        d.pad_begin[size_t(i)] = i == 0 ? kLarge : 0;
+        d.pad_end[size_t(i)] = i == rank - 1 ? kHuge : 0;
+      }
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+TEST(ExtremeParameters, EveryConvOpMatchesTheReference) {
+  const std::vector<ConvDims> shapes = extreme_convs();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_TRUE(check_conv_forward(shapes[i], 100 + i, true, Activation::Relu)) << "case " << i;
+    EXPECT_TRUE(check_conv_backward_data(shapes[i], 200 + i)) << "case " << i;
+    EXPECT_TRUE(check_conv_backward_filter(shapes[i], 300 + i)) << "case " << i;
+  }
+}
+
+TEST(ExtremeParameters, EveryPoolOpMatchesTheReference) {
+  const std::vector<PoolDims> shapes = extreme_pools();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_TRUE(check_maxpool_forward(shapes[i], 400 + i, PoolValues::Continuous)) << "case " << i;
+    EXPECT_TRUE(check_maxpool_backward(shapes[i], 500 + i, PoolValues::Continuous)) << "case " << i;
+    EXPECT_TRUE(check_meanpool_forward(shapes[i], 600 + i)) << "case " << i;
+    EXPECT_TRUE(check_meanpool_backward(shapes[i], 700 + i)) << "case " << i;
+    EXPECT_TRUE(check_lpnormpool_forward(shapes[i], 2.0f, 800 + i)) << "case " << i;
+    EXPECT_TRUE(check_lpnormpool_backward(shapes[i], 2.0f, 900 + i)) << "case " << i;
+  }
+}
+
+}  // namespace
+}  // namespace convjit::testing
