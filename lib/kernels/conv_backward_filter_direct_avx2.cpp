@@ -184,7 +184,7 @@ void channels_any_width(const ConvGeometry& g, const float* x, const float* dy, 
 
 bool backward_filter_direct_supported(const ConvGeometry& g) {
   return g.layout == CONVJIT_NCHW && (g.stride[2] == 1 || g.stride[2] == 2) && g.kernel[2] <= kMaxWidth &&
-         g.oc_per_group * g.ic_per_group <= kMaxChannelPairs && g.in[2] < (int64_t(1) << 30) &&
+         g.oc_per_group * g.ic_per_group <= kMaxChannelPairs && w_positions_fit_lanes(g) &&
          edge_vectors(g) <= kMaxEdgeVectors && supported();
 }
 

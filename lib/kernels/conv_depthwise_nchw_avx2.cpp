@@ -144,7 +144,7 @@ bool depthwise_nchw_supported(const ConvGeometry& g) {
   // before it), stride 1 or 2 along W.
   return g.layout == CONVJIT_NCHW && g.ic_per_group == 1 && g.oc_per_group == 1 && g.in[0] == 1 && g.out[0] == 1 &&
          g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.kernel[1] <= kMaxExtent && g.kernel[2] <= kMaxExtent &&
-         (g.stride[2] == 1 || g.stride[2] == 2) && g.in[2] < (int64_t(1) << 30) && edge_vectors(g) <= kMaxEdgeVectors &&
+         (g.stride[2] == 1 || g.stride[2] == 2) && w_positions_fit_lanes(g) && edge_vectors(g) <= kMaxEdgeVectors &&
          supported();
 }
 

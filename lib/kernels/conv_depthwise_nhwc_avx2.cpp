@@ -78,7 +78,7 @@ void all_channels(const ConvGeometry& g, const RowTaps& taps, const float* image
   for (; c + 8 <= channels; c += 8)
     pixel_block<Pixels, 1, false>(g, taps, image, ow, c, _mm256_setzero_si256(), bias, relu, y_row);
   if (c < channels)
-    pixel_block<Pixels, 1, true>(g, taps, image, ow, c, lanes_inside(0, channels - c), bias, relu, y_row);
+    pixel_block<Pixels, 1, true>(g, taps, image, ow, c, lanes_between(0, channels - c), bias, relu, y_row);
 }
 
 // The taps of output row (od, oh) whose kd, kh input exists and whose kw is in [kw_begin,

@@ -50,11 +50,15 @@ void block(const convjit_conv_problem& g, const convjit_conv_tile& t, const Row&
   for (int64_t ic = 0; ic < g.ic_per_group; ++ic) {
     const float* x_channel = t.x + ic * g.x.channel;
     const float* w_channel = t.w + (oc0 * g.ic_per_group + ic) * g.taps;
-    // Pointers formed only at real taps: stepping past the last one may leave the buffer.
-    for (int64_t kd = r.kd_begin; kd < r.kd_end; ++kd) {
-      const float* plane = x_channel + r.plane_offset + (kd - r.kd_begin) * step_plane;
-      for (int64_t kh = r.kh_begin; kh < r.kh_end; ++kh) {
-        const float* row = plane + (kh - r.kh_begin) * step_row;
+    // Tap addresses step as integers: the step after the last real tap may leave the buffer, which
+    // a pointer must not (a huge dilation), and the loop never reads there.
+    const uintptr_t step_plane_bytes = uintptr_t(step_plane) * sizeof(float);
+    const uintptr_t step_row_bytes = uintptr_t(step_row) * sizeof(float);
+    uintptr_t plane = reinterpret_cast<uintptr_t>(x_channel + r.plane_offset);
+    for (int64_t kd = r.kd_begin; kd < r.kd_end; ++kd, plane += step_plane_bytes) {
+      uintptr_t row_address = plane;
+      for (int64_t kh = r.kh_begin; kh < r.kh_end; ++kh, row_address += step_row_bytes) {
+        const float* row = reinterpret_cast<const float*>(row_address);
         const float* w_tap = w_channel + (kd * kh_n + kh) * kw_n;
         for (int64_t kw = 0; kw < kw_n; ++kw) {
           const int64_t first = first_w + kw * step_w;
@@ -92,7 +96,7 @@ void block(const convjit_conv_problem& g, const convjit_conv_tile& t, const Row&
       if (lanes >= 8)
         _mm256_storeu_ps(out, acc[i][v]);
       else
-        _mm256_maskstore_ps(out, lanes_inside(0, lanes), acc[i][v]);
+        _mm256_maskstore_ps(out, lanes_between(0, lanes), acc[i][v]);
     }
   }
 }
@@ -148,7 +152,7 @@ void row(const convjit_conv_problem& g, const convjit_conv_tile& t, const Row& r
 }  // namespace
 
 bool conv_tile_direct_supported(const convjit_conv_problem& g) {
-  return g.layout == CONVJIT_NCHW && (g.stride[2] == 1 || g.stride[2] == 2) && g.in[2] < (int64_t(1) << 30) &&
+  return g.layout == CONVJIT_NCHW && (g.stride[2] == 1 || g.stride[2] == 2) && w_positions_fit_lanes(g) &&
          supported();
 }
 
