@@ -37,6 +37,7 @@
 #include <convjit/convjit.hpp>
 #include <convjit/runtime.hpp>
 
+#include "fma_peak.hpp"
 #include "im2col_openblas.hpp"
 #include "naive.hpp"
 #include "onednn.hpp"
@@ -740,7 +741,12 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("convjit_bench_threads", std::to_string(g_threads));
   benchmark::AddCustomContext("convjit_num_threads", std::to_string(convjit::num_threads()));
   benchmark::AddCustomContext("shapes_file", cb::shapes_origin(shapes_path));
-  benchmark::AddCustomContext("fma_peak_gflops_per_core", "94");
+  // The FMA peak of one core, measured now: "% peak" in summarize.py is over the ISA convjit's
+  // kernels run (AVX2); the AVX-512 figure is what oneDNN may reach on this host.
+  const double peak_avx2 = cb::fma_peak_gflops_avx2(), peak_avx512 = cb::fma_peak_gflops_avx512();
+  benchmark::AddCustomContext("fma_peak_gflops_per_core", std::to_string(peak_avx2));
+  benchmark::AddCustomContext("fma_peak_gflops_avx2", std::to_string(peak_avx2));
+  benchmark::AddCustomContext("fma_peak_gflops_avx512", peak_avx512 > 0 ? std::to_string(peak_avx512) : "no AVX-512");
   {
     std::string tiers;
     for (convjit::Backend b : g_tiers) tiers += std::string(tiers.empty() ? "" : ",") + backend_name(b);

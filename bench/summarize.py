@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables from convjit_bench's Google Benchmark JSON output.
 
-    summarize.py [--shapes shapes.json] [--peak 94] RUN.json [RUN2.json ...]
+    summarize.py [--shapes shapes.json] [--peak GFLOPS] RUN.json [RUN2.json ...]
 
 Per file (one thread count each): conv forward GFLOP/s per method (median over repetitions),
 the ratios generic/im2col+OpenBLAS, generic/naive, generic/oneDNN, % of FMA peak, geometric
@@ -64,7 +64,7 @@ def load_run(path):
         doc = json.load(f)
     ctx = doc.get("context", {})
     threads = int(ctx.get("convjit_bench_threads", "1"))
-    peak = float(ctx.get("fma_peak_gflops_per_core", "94"))
+    peak = float(ctx["fma_peak_gflops_per_core"]) if "fma_peak_gflops_per_core" in ctx else None
     # name -> list of per-iteration-run entries, or the median aggregate
     medians, samples, errors, labels = {}, defaultdict(list), {}, {}
     for b in doc.get("benchmarks", []):
@@ -427,9 +427,10 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="Google Benchmark JSON files (--benchmark_out / --benchmark_format=json)")
-    ap.add_argument("--shapes", default=os.path.join(here, "..", "..", "shared", "shapes.json"),
+    ap.add_argument("--shapes", default=os.path.join(here, "shapes.json"),
                     help="shapes.json, for n and oc in the scaling table")
-    ap.add_argument("--peak", type=float, default=None, help="FMA peak GFLOP/s per core (default: from the run, 94)")
+    ap.add_argument("--peak", type=float, default=None,
+                    help="FMA peak GFLOP/s per core (default: the one the run measured; runs older than that need it)")
     args = ap.parse_args()
 
     shapes_meta = {}
@@ -449,6 +450,9 @@ def main():
             return 2
         if args.peak:
             run["peak"] = args.peak
+        if not run["peak"]:
+            print(f"summarize.py: {path} has no measured FMA peak (an older run): give --peak", file=sys.stderr)
+            return 2
         runs.append(run)
 
     for run in runs:
