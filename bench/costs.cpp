@@ -119,7 +119,8 @@ void bm_dispatch(benchmark::State& st, Problem* p, convjit::Backend backend, boo
     if (through_runtime) {
       runtime.conv_forward(p->dims, p->x.data(), p->w.data(), nullptr, convjit::Activation::Identity, p->y.data());
     } else {
-      convjit::detail::run_conv_forward(g, convjit::detail::select_tier(g, kernel), 1, p->x.data(), p->w.data(), nullptr, false, p->y.data());
+      convjit::detail::run_conv_forward(g, convjit::detail::select_tier(g, kernel), 1, p->x.data(), p->w.data(),
+                                        nullptr, false, p->y.data());
     }
     benchmark::ClobberMemory();
   }

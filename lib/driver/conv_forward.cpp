@@ -1,4 +1,4 @@
-// The forward driver: validates, splits y into tiles over threads, and runs the tier in force on
+// The forward driver: splits y into tiles over threads and runs the kernels select_tier chose on
 // each: tier 0's tile kernel, or a JIT row kernel over input views (lib/driver/row_views.hpp), segment by
 // segment, channel blocks or rows outside, or several rows flattened into one segment.
 #include "conv_forward.hpp"
@@ -8,8 +8,6 @@
 
 #include "backend.hpp"
 #include "geometry.hpp"
-#include "ops_internal.hpp"
-#include "patch_pack.hpp"
 #include "row_views.hpp"
 #include "threads.hpp"
 
@@ -43,7 +41,6 @@ struct TileNeeds {
 };
 
 ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& needs) {
-  const bool packs_patches = needs.packs_patches, whole_rows = needs.whole_rows;
   const int64_t oc_granule = needs.oc_granule, pixel_granule = needs.pixel_granule;
   ForwardTiling t{};
   const int64_t pixels = g.out[1] * g.out[2];
@@ -53,14 +50,15 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
   t.oc_chunks = needs.channels_first && planes < wanted ? std::min((wanted + planes - 1) / planes, granules) : 1;
   // Enough tiles that one tile's packed panels stay near kPackedFloatsTarget ...
-  int64_t tiles =
-      packs_patches ? std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget) : 1;
+  int64_t tiles = needs.packs_patches
+                      ? std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget)
+                      : 1;
   // ... and that every thread has some, when the planes are few.
   const int64_t parts = planes * t.oc_chunks;
   if (parts * tiles < wanted) tiles = (wanted + parts - 1) / parts;
   tiles = std::min(tiles, panels);
   t.pixel_tile = (panels + tiles - 1) / tiles * pixel_granule;
-  if (whole_rows) {
+  if (needs.whole_rows) {
     t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
     // Few enough rows that the tile's band (make_band: at most half the scratch) holds them.
     const int64_t pitch = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];

@@ -60,9 +60,9 @@ bool host_has(KernelIsa isa) {
 
 std::span<const GenericForwardKernel> generic_forward_kernels() { return kRows; }
 
-const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g) {
+const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind) {
   for (const GenericForwardKernel& k : kRows) {
-    if (host_has(k.isa) && k.takes(g)) return k;
+    if ((kind == RowKind::Any || k.tile) && host_has(k.isa) && k.takes(g)) return k;
   }
   return kRows[std::size(kRows) - 1];  // the register tile takes every problem
 }

@@ -45,7 +45,9 @@ struct GenericForwardKernel {
 };
 
 std::span<const GenericForwardKernel> generic_forward_kernels();
-// The kernel tier 0 runs g on: the first row the host can run that takes g.
-const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g);
+// The kernel tier 0 runs g on: the first row the host can run that takes g. RowKind::Tile: the
+// first such tile kernel (what a compiled row kernel falls back to for segments it cannot view).
+enum class RowKind { Any, Tile };
+const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind = RowKind::Any);
 
 }  // namespace convjit::detail
