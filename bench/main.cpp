@@ -49,7 +49,12 @@ using convjit::Layout;
 namespace {
 
 int g_threads = 1;
-std::vector<convjit::Backend> g_tiers{convjit::Backend::None};  // plus the usable JIT backends
+// A convjit tier: its backend, and the ISA cap of its kernels (Auto: the host's widest).
+struct Tier {
+  convjit::Backend backend;
+  convjit::Isa max_isa = convjit::Isa::Auto;
+};
+std::vector<Tier> g_tiers{{convjit::Backend::None}};  // plus the usable JIT backends
 
 const char* layout_name(Layout l) { return l == Layout::NHWC ? "nhwc" : "nchw"; }
 
@@ -62,13 +67,20 @@ const char* backend_name(convjit::Backend b) {
   }
 }
 
+// "generic", "xbyak", "llvm"; a tier capped below the host's ISA adds it: "xbyak_avx2".
+std::string tier_name(const Tier& t) {
+  const char* cap = t.max_isa == convjit::Isa::Avx2 ? "_avx2" : t.max_isa == convjit::Isa::Avx512 ? "_avx512" : "";
+  return backend_name(t.backend) + std::string(cap);
+}
+
 // One runtime per tier for the whole process. Backend::None is tier 0 only.
-convjit::Runtime& tier_runtime(convjit::Backend b) {
-  static std::map<int, std::unique_ptr<convjit::Runtime>> runtimes;
-  auto& r = runtimes[int(b)];
+convjit::Runtime& tier_runtime(const Tier& t) {
+  static std::map<std::pair<int, int>, std::unique_ptr<convjit::Runtime>> runtimes;
+  auto& r = runtimes[{int(t.backend), int(t.max_isa)}];
   if (!r) {
     convjit::Policy p = convjit::Policy::from_environment();
-    p.backend = b;
+    p.backend = t.backend;
+    p.max_isa = t.max_isa;
     p.hot_threshold = 0;
     p.async = false;
     p.decline_slower = false;
@@ -79,8 +91,8 @@ convjit::Runtime& tier_runtime(convjit::Backend b) {
 }
 
 // "" when the backend is usable on this host and build, else why not.
-std::string tier_unavailable(convjit::Backend b) {
-  const convjit::RuntimeStats st = tier_runtime(b).stats();
+std::string tier_unavailable(const Tier& t) {
+  const convjit::RuntimeStats st = tier_runtime(t).stats();
   if (st.backend != "none" && !st.backend.empty()) return {};
   return st.backend_unavailable_reason.empty() ? std::string("not available") : st.backend_unavailable_reason;
 }
@@ -169,10 +181,10 @@ void pool_counters(benchmark::State& st, const cb::PoolShape& s) {
 // ---------------------------------------------------------------------------------------------
 // Conv forward.
 
-void bm_conv_tier(benchmark::State& st, const cb::ConvShape* s, Layout l, convjit::Backend b) {
+void bm_conv_tier(benchmark::State& st, const cb::ConvShape* s, Layout l, Tier t) {
   ConvData& d = conv_data(*s, l);
   const convjit::ConvDims dims = s->dims(l);
-  convjit::Runtime& rt = tier_runtime(b);
+  convjit::Runtime& rt = tier_runtime(t);
   try {
     rt.conv_forward(dims, d.x.data(), d.w.data(), nullptr, convjit::Activation::Identity, d.y.data());  // compiles
     rt.wait_for_compiles();
@@ -181,14 +193,14 @@ void bm_conv_tier(benchmark::State& st, const cb::ConvShape* s, Layout l, convji
     st.SkipWithError(e.what());
     return;
   }
-  if (b != convjit::Backend::None) {
+  if (t.backend != convjit::Backend::None) {
     convjit::ConfigStats c;
     if (!find_config(rt, dims, &c)) {
       st.SkipWithError("configuration missing from the runtime's stats");
       return;
     }
     if (c.state != "jit") {
-      st.SkipWithError((std::string(backend_name(b)) + ": " + c.state + (c.failure.empty() ? "" : ": " + c.failure)).c_str());
+      st.SkipWithError((tier_name(t) + ": " + c.state + (c.failure.empty() ? "" : ": " + c.failure)).c_str());
       return;
     }
     st.SetLabel(c.kernel);
@@ -382,7 +394,7 @@ void bm_pool_onednn(benchmark::State& st, const cb::PoolShape* s, Layout l) {
 
 struct Checker {
   int failures = 0;
-  std::vector<convjit::Backend> tiers;  // generic plus the usable JIT backends
+  std::vector<Tier> tiers;  // generic plus the usable JIT backends
 
   // max |got - ref| / max |ref|, with the tolerance of the design (1e-4, scaled for long reductions).
   void compare(const std::string& what, const float* got, const float* ref, int64_t count, int64_t reduction) {
@@ -430,18 +442,18 @@ struct Checker {
     cb::to_channels_last(w.data(), s.oc, s.ic / s.groups, sp_k, wl.data());
     auto reset = [&] { std::fill(y.data(), y.data() + y.size(), NAN); };
 
-    for (convjit::Backend b : tiers)
+    for (const Tier& t : tiers)
       for (Layout l : {Layout::NCHW, Layout::NHWC}) {
-        const std::string what = std::string(backend_name(b)) + " " + layout_name(l);
+        const std::string what = tier_name(t) + " " + layout_name(l);
         guarded(what, [&] {
-          convjit::Runtime& rt = tier_runtime(b);
+          convjit::Runtime& rt = tier_runtime(t);
           const bool nhwc = l == Layout::NHWC;
           cb::Buffer& out = nhwc ? yl : y;
           std::fill(out.data(), out.data() + out.size(), NAN);
           rt.conv_forward(s.dims(l), nhwc ? xl.data() : x.data(), nhwc ? wl.data() : w.data(), nullptr,
                           convjit::Activation::Identity, out.data());
           rt.wait_for_compiles();
-          if (b != convjit::Backend::None) {  // the first call may have run generic while compiling
+          if (t.backend != convjit::Backend::None) {  // the first call may have run generic while compiling
             std::fill(out.data(), out.data() + out.size(), NAN);
             rt.conv_forward(s.dims(l), nhwc ? xl.data() : x.data(), nhwc ? wl.data() : w.data(), nullptr,
                             convjit::Activation::Identity, out.data());
@@ -449,7 +461,7 @@ struct Checker {
           if (nhwc) cb::from_channels_last(yl.data(), s.n, s.oc, sp_out, y.data());
           std::string label = what;
           convjit::ConfigStats c;
-          if (b != convjit::Backend::None && find_config(rt, s.dims(l), &c))
+          if (t.backend != convjit::Backend::None && find_config(rt, s.dims(l), &c))
             label += " [" + (c.state == "jit" ? c.kernel : c.state) + "]";
           compare(label, y.data(), ref.data(), y.size(), K);
         });
@@ -498,9 +510,9 @@ struct Checker {
     // The fused post-ops and convolution mode, on every tier.
     if (s.flops() < 4e8) {
       cb::reference_conv_forward(s, true, x.data(), w.data(), b.data(), true, ref.data());
-      for (convjit::Backend tier : tiers)
+      for (const Tier& tier : tiers)
         for (Layout l : {Layout::NCHW, Layout::NHWC}) {
-          const std::string what = std::string(backend_name(tier)) + " " + layout_name(l) + " conv-mode+bias+relu";
+          const std::string what = tier_name(tier) + " " + layout_name(l) + " conv-mode+bias+relu";
           guarded(what, [&] {
             convjit::Runtime& rt = tier_runtime(tier);
             const bool nhwc = l == Layout::NHWC;
@@ -601,8 +613,8 @@ void register_all(const cb::ShapeSet& set) {
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
     auto convjit_tiers = [&](Layout l) {
-      for (convjit::Backend b : g_tiers)
-        benchmark::RegisterBenchmark((base + layout_name(l) + "/" + backend_name(b)).c_str(), bm_conv_tier, &s, l, b)
+      for (const Tier& t : g_tiers)
+        benchmark::RegisterBenchmark((base + layout_name(l) + "/" + tier_name(t)).c_str(), bm_conv_tier, &s, l, t)
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark((base + layout_name(l) + "/auto").c_str(), bm_conv_auto, &s, l)
@@ -715,11 +727,15 @@ int main(int argc, char** argv) {
 
   std::string tier_notes;
   for (convjit::Backend b : {convjit::Backend::Xbyak, convjit::Backend::Llvm}) {
-    const std::string why = tier_unavailable(b);
+    const std::string why = tier_unavailable({b});
     if (why.empty())
-      g_tiers.push_back(b);
+      g_tiers.push_back({b});
     else
       tier_notes += std::string(tier_notes.empty() ? "" : "; ") + backend_name(b) + ": " + why;
+  }
+  // On an AVX-512 host, Xbyak's kernels capped at AVX2 too: the same code for the narrower ISA.
+  if (tier_unavailable({convjit::Backend::Xbyak}).empty() && tier_runtime({convjit::Backend::Xbyak}).stats().isa == "avx512") {
+    g_tiers.push_back({convjit::Backend::Xbyak, convjit::Isa::Avx2});
   }
 
   if (check) {
@@ -749,7 +765,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("fma_peak_gflops_avx512", peak_avx512 > 0 ? std::to_string(peak_avx512) : "no AVX-512");
   {
     std::string tiers;
-    for (convjit::Backend b : g_tiers) tiers += std::string(tiers.empty() ? "" : ",") + backend_name(b);
+    for (const Tier& t : g_tiers) tiers += std::string(tiers.empty() ? "" : ",") + tier_name(t);
     benchmark::AddCustomContext("convjit_tiers", tiers);
     if (!tier_notes.empty()) benchmark::AddCustomContext("convjit_tiers_unavailable", tier_notes);
     benchmark::AddCustomContext("convjit_default_backend", convjit::Runtime::process_default().stats().backend);

@@ -26,6 +26,8 @@ TIER_METHODS = [
     (("nhwc", "generic"), "generic nhwc"),
     (("nchw", "xbyak"), "xbyak nchw"),
     (("nhwc", "xbyak"), "xbyak nhwc"),
+    (("nchw", "xbyak_avx2"), "xbyak≤avx2 nchw"),
+    (("nhwc", "xbyak_avx2"), "xbyak≤avx2 nhwc"),
     (("nchw", "llvm"), "llvm nchw"),
     (("nhwc", "llvm"), "llvm nhwc"),
     (("nchw", "auto"), "auto nchw"),
@@ -65,6 +67,10 @@ def load_run(path):
     ctx = doc.get("context", {})
     threads = int(ctx.get("convjit_bench_threads", "1"))
     peak = float(ctx["fma_peak_gflops_per_core"]) if "fma_peak_gflops_per_core" in ctx else None
+    try:
+        peak_avx512 = float(ctx.get("fma_peak_gflops_avx512", ""))
+    except ValueError:
+        peak_avx512 = None  # "no AVX-512"
     # name -> list of per-iteration-run entries, or the median aggregate
     medians, samples, errors, labels = {}, defaultdict(list), {}, {}
     for b in doc.get("benchmarks", []):
@@ -84,7 +90,7 @@ def load_run(path):
         if name not in medians:
             data[name] = aggregate_median(entries)
     data.update(medians)
-    return {"path": path, "threads": threads, "peak": peak, "data": data, "errors": errors, "labels": labels,
+    return {"path": path, "threads": threads, "peak": peak, "peak_avx512": peak_avx512, "data": data, "errors": errors, "labels": labels,
             "context": ctx}
 
 
@@ -149,6 +155,22 @@ def best(values):
     return max(vals) if vals else None
 
 
+def best_key(g, keys):
+    keys = [k for k in keys if g.get(k)]
+    return max(keys, key=lambda k: g[k]) if keys else None
+
+
+def peak_of(run, shape, key):
+    """FMA peak (all threads) of the ISA that method ran: a compiled kernel's name ends in its ISA;
+    tier 0 and the baselines count as AVX2 unless they are oneDNN on an AVX-512 host."""
+    per_core = run["peak"]
+    label = run["labels"].get(("conv_fwd", shape) + key, "") if key else ""
+    wide = label.endswith("__avx512") or (key in ONEDNN_KEYS and run.get("peak_avx512"))
+    if wide and run.get("peak_avx512"):
+        per_core = run["peak_avx512"]
+    return per_core * run["threads"]
+
+
 def conv_rows(run):
     rows = []
     for shape in conv_shapes_in(run):
@@ -161,9 +183,11 @@ def conv_rows(run):
                 break
         gen = g[("nchw", "generic")]
         gen_best = best(g[k] for k in GENERIC_KEYS)
-        any_best = best(g[k] for k in CONVJIT_KEYS)
+        any_key = best_key(g, CONVJIT_KEYS)
+        any_best = g[any_key] if any_key else None
         dnn_best = best(g[k] for k in ONEDNN_KEYS)
-        peak = run["peak"] * run["threads"]
+        peak = peak_of(run, shape, ("nchw", "generic"))
+        any_peak = peak_of(run, shape, any_key)
         rows.append({
             "shape": shape, "mflop": mflop, "g": g,
             "vs_im2col": ratio(gen, g[("nchw", "im2col_openblas")]),
@@ -172,7 +196,7 @@ def conv_rows(run):
             "peak": (gen_best / peak * 100) if gen_best else None,
             "best_vs_im2col": ratio(any_best, g[("nchw", "im2col_openblas")]),
             "best_vs_onednn": ratio(any_best, dnn_best),
-            "best_peak": (any_best / peak * 100) if any_best else None,
+            "best_peak": (any_best / any_peak * 100) if any_best else None,
         })
     return rows
 
@@ -232,7 +256,8 @@ def print_conv_table(run, rows):
     print()
     print("gen/im2col and gen/naive: generic NCHW over the NCHW baseline. gen/oneDNN: the better generic layout "
           "over the best oneDNN variant. best tier: the fastest convjit tier and layout (generic, xbyak, llvm, auto). "
-          f"% peak: over {run['peak']:g} GFLOP/s × {t} thread(s).\n")
+          f"% peak: over the measured FMA peak of the ISA the method ran ({run['peak']:g} GFLOP/s AVX2"
+          + (f", {run['peak_avx512']:g} AVX-512" if run.get("peak_avx512") else "") + f" per core) × {t} thread(s).\n")
     errs = {k: v for k, v in run["errors"].items() if k and k[0] == "conv_fwd"}
     ref_only = {k: v for k, v in errs.items() if "ref:any" in v}
     other = {k: v for k, v in errs.items() if k not in ref_only}

@@ -67,6 +67,10 @@ typedef enum {
   CONVJIT_BACKEND_AUTO = 0, CONVJIT_BACKEND_XBYAK = 1, CONVJIT_BACKEND_LLVM = 2, CONVJIT_BACKEND_NONE = 3
 } convjit_backend;
 
+/* The widest instruction set compiled kernels may use (like oneDNN's ONEDNN_MAX_CPU_ISA); within it
+ * the backend picks per kernel what runs faster on this CPU. A cap above the host's is the host's. */
+typedef enum { CONVJIT_ISA_AUTO = 0, CONVJIT_ISA_AVX2 = 1, CONVJIT_ISA_AVX512 = 2 } convjit_isa;
+
 typedef struct {
   int32_t backend;              /* convjit_backend */
   int32_t async;                /* 1: compile on a background thread; 0: in the calling thread */
@@ -78,7 +82,7 @@ typedef struct {
   int64_t max_configurations;   /* detector table size */
   int64_t code_budget_bytes;    /* compiled code beyond this is refused */
   int32_t perf_map;             /* 1: append emitted kernels to /tmp/perf-PID.map */
-  int32_t reserved;
+  int32_t max_isa;              /* convjit_isa; CONVJIT_ISA_AUTO: no cap (CONVJIT_MAX_ISA) */
   const char* cache_dir;        /* warm start directory, or NULL (read when the runtime is created) */
 } convjit_policy;
 

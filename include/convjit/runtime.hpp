@@ -5,7 +5,7 @@
 // The free functions of ops.hpp use Runtime::process_default(), configured by the environment
 // (CONVJIT_BACKEND, CONVJIT_HOT_THRESHOLD, CONVJIT_ASYNC, CONVJIT_NUM_THREADS, CONVJIT_VERBOSE,
 // CONVJIT_SPECIALIZE_SIZES, CONVJIT_DECLINE_SLOWER, CONVJIT_MAX_CONFIGURATIONS, CONVJIT_CODE_BUDGET,
-// CONVJIT_PERF_MAP, CONVJIT_CACHE_DIR; CONVJIT_STATS=path writes its stats as JSON at exit). Apps that want
+// CONVJIT_PERF_MAP, CONVJIT_MAX_ISA, CONVJIT_CACHE_DIR; CONVJIT_STATS=path writes its stats as JSON at exit). Apps that want
 // their own policy create Runtime objects; every method is thread-safe.
 #pragma once
 
@@ -20,6 +20,9 @@
 namespace convjit {
 
 enum class Backend : int32_t { Auto = 0, Xbyak = 1, Llvm = 2, None = 3 };
+// The widest instruction set compiled kernels may use; within it the backend picks per kernel what
+// runs faster on this CPU. Auto: no cap. A cap above the host's ISA is the host's.
+enum class Isa : int32_t { Auto = 0, Avx2 = 1, Avx512 = 2 };
 
 struct CONVJIT_PUBLIC Policy {
   Backend backend = Backend::Auto;       // Auto: the best available on this host
@@ -33,6 +36,7 @@ struct CONVJIT_PUBLIC Policy {
   int64_t max_configurations = 4096;     // detector table size; cold configurations age out
   int64_t code_budget_bytes = 64 << 20;  // compiled code beyond this is refused (stays generic)
   bool perf_map = false;                 // append every emitted kernel to /tmp/perf-PID.map for `perf report`
+  Isa max_isa = Isa::Auto;               // CONVJIT_MAX_ISA=avx2|avx512
   std::string cache_dir;                 // warm start: save the hot configurations here when the runtime
                                          // ends, compile them in the background when the next one starts
 
@@ -58,6 +62,7 @@ struct ConfigStats {
 
 struct RuntimeStats {
   std::string backend;  // in force ("none" when no backend is usable)
+  std::string isa;      // the widest ISA its kernels use: the host's ("avx512", "avx2", "portable"), capped by max_isa
   std::string backend_unavailable_reason;
   std::vector<ConfigStats> configurations;
   int64_t compiles = 0, compile_failures = 0, kernels = 0, code_bytes = 0, evictions = 0;

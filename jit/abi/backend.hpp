@@ -26,6 +26,10 @@ class Backend {
   virtual const char* name() const = 0;
   // Empty when usable on this host, else why not (e.g. "host lacks AVX2/FMA").
   virtual std::string unavailable_reason() const = 0;
+  // The ISA to emit the problem's kernel for, at most `cap`: the widest the host has, unless a
+  // narrower one runs faster for this kind of kernel (jit/README.md). Integer tests only: it runs
+  // on every call that checks its kernel.
+  virtual Isa isa_for(const convjit_conv_problem& problem, Isa cap) const = 0;
   // Empty when the key's kernel is expected to beat the generic tier on this problem, else why
   // not (the configuration then stays generic, and the stats say why).
   virtual std::string decline_reason(const convjit_conv_problem& problem, const SpecKey& key) const = 0;

@@ -36,7 +36,11 @@ std::string SpecKey::name() const {
   if (layout == CONVJIT_NHWC && oc_class == kNhwcWideClass) n += "_oc32up";
   if (ic_per_group) n += "_c" + std::to_string(ic_per_group) + "to" + std::to_string(oc_per_group) + "_i" + dims(in);
   if (relu) n += "_relu";
-  return n + "__avx2";
+  return n + "__" + isa_name(isa);
+}
+
+const char* isa_name(Isa isa) {
+  return isa == Isa::Avx512 ? "avx512" : "avx2";
 }
 
 SpecKey make_spec_key(const convjit_conv_problem& p, int32_t rank, bool relu, Isa isa, bool specialize_sizes) {

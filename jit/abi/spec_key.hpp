@@ -12,7 +12,13 @@
 
 namespace convjit::jit {
 
-enum class Isa : int32_t { Avx2Fma = 1 };
+// The instruction set a kernel is emitted for. Ordered: a cap of one allows every one below it.
+enum class Isa : int32_t {
+  Avx2Fma = 1,  // AVX2 and FMA: 16 ymm of 8 floats
+  Avx512 = 2,   // AVX-512 F, BW, DQ and VL: 32 zmm of 16 floats, opmask registers
+};
+// "avx2" or "avx512": the suffix of kernel names, CONVJIT_MAX_ISA's values.
+const char* isa_name(Isa isa);
 
 inline constexpr int32_t kNhwcNarrowClass = 16;  // fewer than 32 output channels per group
 inline constexpr int32_t kNhwcWideClass = 32;    // 32 or more
@@ -33,7 +39,7 @@ struct SpecKey {
 
   bool operator==(const SpecKey& other) const { return std::memcmp(this, &other, sizeof *this) == 0; }
   uint64_t hash() const;
-  // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx2": the JIT symbol, the verbose
+  // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx512": the JIT symbol, the verbose
   // line, the stats and the benchmark name.
   std::string name() const;
 };

@@ -55,6 +55,9 @@ class LlvmBackend : public Backend {
       unavailable_ = "LLVM: " + message(host.takeError());
       return;
     }
+    // The IR is 8 lanes wide and its kernels are named __avx2: they use AVX2 and FMA only, on an
+    // AVX-512 host too (a CONVJIT_MAX_ISA=avx2 cap then holds for them with no second machine).
+    host->getFeatures().AddFeature("avx512f", false);
     auto machine = host->createTargetMachine();
     if (!machine) {
       unavailable_ = "LLVM: " + message(machine.takeError());
@@ -76,6 +79,8 @@ class LlvmBackend : public Backend {
 
   const char* name() const override { return "llvm"; }
   std::string unavailable_reason() const override { return unavailable_; }
+
+  Isa isa_for(const convjit_conv_problem&, Isa) const override { return Isa::Avx2Fma; }
 
   // Row kernels block 16 pixels along W (jit/abi/backend.hpp: short_rows_reason).
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {

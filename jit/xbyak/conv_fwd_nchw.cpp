@@ -14,22 +14,29 @@ namespace {
 using namespace Xbyak;
 using namespace Xbyak::util;
 
-alignas(kVectorBytes) const int32_t kLaneIndex[kVectorFloats] = {0, 1, 2, 3, 4, 5, 6, 7};
+// Stride 2 gathers the even elements of two vectors of inputs. AVX2: shuffles, and a mask of lanes
+// 0..6 for the last load, made by comparing 7 with these indices. AVX-512: one two-table
+// permute with these indices, and an opmask for the last load.
+alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+alignas(64) const int32_t kEvenLanes[16] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+constexpr uint32_t kAllButLastLane = 0x7FFF;  // the last stride-2 load, 16 lanes
 
 constexpr int kMaxVectors = 6;  // plan_nchw's widest block
 
 #define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
 #define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
 
-// Emits: for each block of oc_block output channels, for each run of 8*vectors pixels of the row,
+// Emits: for each block of oc_block output channels, for each run of lanes*vectors pixels of the row,
 //   acc[oc][px] = sum over ic, (kd, kh, kw) in OIHW order of w[oc][ic][kd][kh][kw] * x[...]
 // as one FMA chain per output, then + bias, then relu: the generic tier's numbers exactly.
 class Generator : public CodeGenerator {
  public:
-  Generator(const SpecKey& key, size_t code_size)
-      : CodeGenerator(code_size, DontSetProtectRWE),
+  Generator(const SpecKey& key, const NchwPlan& plan)
+      : CodeGenerator(plan.code_bytes, DontSetProtectRWE),
         key_(key),
-        plan_(plan_nchw(key)),
+        plan_(plan),
+        lanes_(plan.isa.lanes),
+        vector_bytes_(plan.isa.vector_bytes),
         taps_(key.kernel[0] * key.kernel[1] * key.kernel[2]) {
     emit_prologue();
     emit_oc_loop();
@@ -61,16 +68,18 @@ class Generator : public CodeGenerator {
   };
   Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
 
-  // ymm: accumulators, then the input vectors, then the weight broadcast and (stride 2 only) the
-  // shuffle temporaries and the last load's mask.
-  Ymm acc(int oc, int v) const { return Ymm(oc * plan_.vectors + v); }
-  Ymm input(int v) const { return Ymm(plan_.oc_block * plan_.vectors + v); }
-  enum class Fixed { Weight, TmpA, TmpB, MaskHi };
-  Ymm fixed(Fixed role) const { return Ymm(plan_.oc_block * plan_.vectors + plan_.vectors + int(role)); }
-  Ymm reg_weight() const { return fixed(Fixed::Weight); }
-  Ymm reg_tmp_a() const { return fixed(Fixed::TmpA); }
-  Ymm reg_tmp_b() const { return fixed(Fixed::TmpB); }
-  Ymm reg_mask_hi() const { return fixed(Fixed::MaskHi); }
+  // Vectors: accumulators, then the input vectors, then the weight broadcast and (stride 2 only)
+  // the two halves of a stride-2 load and its helper: the last load's lane mask (AVX2) or the
+  // permute's indices (AVX-512, whose last load is masked by k_last_load).
+  Xmm acc(int oc, int v) const { return vector(plan_.isa, oc * plan_.vectors + v); }
+  Xmm input(int v) const { return vector(plan_.isa, plan_.oc_block * plan_.vectors + v); }
+  enum class Fixed { Weight, StrideLow, StrideHigh, StrideHelper };
+  Xmm fixed(Fixed role) const { return vector(plan_.isa, plan_.oc_block * plan_.vectors + plan_.vectors + int(role)); }
+  Xmm reg_weight() const { return fixed(Fixed::Weight); }
+  Xmm reg_stride_low() const { return fixed(Fixed::StrideLow); }
+  Xmm reg_stride_high() const { return fixed(Fixed::StrideHigh); }
+  Xmm reg_stride_helper() const { return fixed(Fixed::StrideHelper); }
+  const Opmask k_last_load = k1;
 
   void emit_prologue() {
     emit_enter(*this, kLocalBytes * kLocals);
@@ -133,38 +142,43 @@ class Generator : public CodeGenerator {
     jg(oc_loop, T_NEAR);
   }
 
-  // The segment's n = ceil(pixels / 8) vectors go in blocks of the plan's size and, where n does
+  // The segment's n = ceil(pixels / lanes) vectors go in blocks of the plan's size and, where n does
   // not divide, of 2 (3-vector plans split n = 4 as 2 + 2 and 5 as 3 + 2: no block is mostly
   // overlap; wider plans take what is left after their whole blocks 2 vectors at a time). The
   // block that reaches the segment's end is moved back to end at its last pixel, recomputing
   // (bitwise the same) a few outputs; a block is only moved back within a segment at least its
-  // size. Segments have at least min_row_pixels = 16, so the code holds two block sizes.
+  // size. Segments have at least min_row_pixels (two vectors), so the code holds two block sizes.
   void emit_pixel_loop() {
     Label next_block, done;
     Label block_of[kMaxVectors + 1];  // entry of the code for a block of v vectors
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     mov(reg_y, local(kYBlock));
-    if (key_.stride[2] == 2) {  // load mask of the last stride-2 load: lanes 0..6
+    if (key_.stride[2] == 2 && plan_.isa.opmask) {
+      mov(rax, reinterpret_cast<size_t>(kEvenLanes));
+      vmovups(reg_stride_helper(), ptr[rax]);
+      mov(edx, kAllButLastLane);
+      kmovw(k_last_load, edx);
+    } else if (key_.stride[2] == 2) {  // load mask of the last stride-2 load: lanes 0..6
       mov(rax, reinterpret_cast<size_t>(kLaneIndex));
       mov(edx, 7);
-      vmovd(Xmm(reg_mask_hi().getIdx()), edx);
-      vpbroadcastd(reg_mask_hi(), Xmm(reg_mask_hi().getIdx()));
-      vpcmpgtd(reg_mask_hi(), reg_mask_hi(), ptr[rax]);
+      vmovd(Xmm(reg_stride_helper().getIdx()), edx);
+      vpbroadcastd(reg_stride_helper(), Xmm(reg_stride_helper().getIdx()));
+      vpcmpgtd(reg_stride_helper(), reg_stride_helper(), ptr[rax]);
     }
     L(next_block);  // pixels left > 0: pick the block size from the vectors left
     if (plan_.vectors == 3) {
-      lea(rax, ptr[reg_pixels_left + 7]);
-      shr(rax, 3);
+      lea(rax, ptr[reg_pixels_left + lanes_ - 1]);
+      shr(rax, plan_.isa.lanes_shift);
       cmp(rax, 2);
       jle(block_of[2], T_NEAR);
       cmp(rax, 4);
       je(block_of[2], T_NEAR);
       // n = 3 and a partial last vector: a 3-vector block moved back needs a 24-pixel segment.
-      cmp(local(kPixels), 3 * kVectorFloats);
+      cmp(local(kPixels), 3 * lanes_);
       jl(block_of[2], T_NEAR);
     } else if (plan_.vectors > 3) {  // whole blocks, then the rest 2 vectors at a time
-      cmp(reg_pixels_left, kVectorFloats * plan_.vectors);
+      cmp(reg_pixels_left, lanes_ * plan_.vectors);
       jl(block_of[2], T_NEAR);
     }
     for (int vectors = plan_.vectors; vectors >= 2; --vectors) {
@@ -172,47 +186,59 @@ class Generator : public CodeGenerator {
       L(block_of[vectors]);
       if (vectors <= 3) {  // wider blocks are only ever taken whole
         Label whole;
-        cmp(reg_pixels_left, kVectorFloats * vectors);
+        cmp(reg_pixels_left, lanes_ * vectors);
         jge(whole, T_NEAR);
-        mov(rax, reg_pixels_left);  // the last block, short: back by 8*vectors - left pixels
-        sub(rax, kVectorFloats * vectors);
+        mov(rax, reg_pixels_left);  // the last block, short: back by lanes*vectors - left pixels
+        sub(rax, lanes_ * vectors);
         lea(reg_y, ptr[reg_y + rax * 4]);
         imul(rax, rax, int(kFloatBytes * key_.stride[2]));
         add(reg_x_block, rax);
-        mov(reg_pixels_left, kVectorFloats * vectors);
+        mov(reg_pixels_left, lanes_ * vectors);
         L(whole);
       }
       emit_block(vectors);
-      add(reg_x_block, int(kVectorBytes * vectors * key_.stride[2]));
-      add(reg_y, kVectorBytes * vectors);
-      sub(reg_pixels_left, kVectorFloats * vectors);
+      add(reg_x_block, int(vector_bytes_ * vectors * key_.stride[2]));
+      add(reg_y, vector_bytes_ * vectors);
+      sub(reg_pixels_left, lanes_ * vectors);
       jg(next_block, T_NEAR);
       jmp(done, T_NEAR);
     }
     L(done);
   }
 
-  // Input vector v (of a block of `vectors`) of tap kw (flipped as the mode says) for 8 consecutive
-  // pixels into input(v).
+  // Input vector v (of a block of `vectors`) of tap kw (flipped as the mode says) for `lanes`
+  // consecutive pixels into input(v).
   void emit_load_input(int v, int vectors, int64_t kw_input) {
-    const int64_t offset = kFloatBytes * (kw_input * key_.dilation[2] + kVectorFloats * v * key_.stride[2]);
-    const Ymm dst = input(v);
+    const int64_t offset = kFloatBytes * (kw_input * key_.dilation[2] + int64_t(lanes_) * v * key_.stride[2]);
+    const Xmm dst = input(v);
     if (key_.stride[2] == 1) {
       vmovups(dst, ptr[reg_row + offset]);
       return;
     }
-    // Stride 2: the even elements of 16 consecutive inputs. The last element of the block's last
-    // load is an odd input past the segment's last tap, which may lie past the row: masked off.
-    vmovups(reg_tmp_a(), ptr[reg_row + offset]);
-    if (v == vectors - 1)
-      vmaskmovps(reg_tmp_b(), reg_mask_hi(), ptr[reg_row + offset + kVectorBytes]);
+    // Stride 2: the even elements of 2*lanes consecutive inputs. The last element of the block's
+    // last load is an odd input past the segment's last tap, which may lie past the row: masked off.
+    const bool last = v == vectors - 1;
+    const Address high = ptr[reg_row + offset + vector_bytes_];
+    if (plan_.isa.opmask) {
+      vmovups(dst, ptr[reg_row + offset]);
+      if (last) {
+        vmovups(reg_stride_high() | k_last_load | T_z, high);
+        vpermt2ps(dst, reg_stride_helper(), reg_stride_high());
+      } else {
+        vpermt2ps(dst, reg_stride_helper(), high);
+      }
+      return;
+    }
+    vmovups(reg_stride_low(), ptr[reg_row + offset]);
+    if (last)
+      vmaskmovps(reg_stride_high(), reg_stride_helper(), high);
     else
-      vmovups(reg_tmp_b(), ptr[reg_row + offset + kVectorBytes]);
-    vshufps(dst, reg_tmp_a(), reg_tmp_b(), 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
-    vpermpd(dst, dst, 0xD8);                       // a0 a2 a4 a6 b0 b2 b4 b6
+      vmovups(reg_stride_high(), high);
+    vshufps(dst, reg_stride_low(), reg_stride_high(), 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
+    vpermpd(Ymm(dst.getIdx()), Ymm(dst.getIdx()), 0xD8);      // a0 a2 a4 a6 b0 b2 b4 b6
   }
 
-  // One block: `vectors` ymm of pixels x oc_block channels, reduced over every input channel and tap.
+  // One block: `vectors` vectors of pixels x oc_block channels, reduced over every input channel and tap.
   void emit_block(int vectors) {
     for (int oc = 0; oc < plan_.oc_block; ++oc) {
       for (int v = 0; v < vectors; ++v) vxorps(acc(oc, v), acc(oc, v), acc(oc, v));
@@ -223,7 +249,7 @@ class Generator : public CodeGenerator {
     L(ic_loop);
     emit_taps(vectors);
     add(reg_x_channel, reg_channel_step);
-    if (!rolled_rows()) {  // rolled rows advance the weight rows as they go
+    if (!plan_.rolled_rows) {  // rolled rows advance the weight rows as they go
       for (int oc = 0; oc < plan_.oc_block; ++oc) add(reg_w[oc], int(kFloatBytes * taps_));
     }
     dec(reg_ic);
@@ -254,7 +280,7 @@ class Generator : public CodeGenerator {
           }
         }
       };
-      if (!rolled_rows()) {
+      if (!plan_.rolled_rows) {
         for (int64_t kh = 0; kh < kh_n; ++kh) {
           if (kh > 0) next_row();
           emit_row((kd * kh_n + kh) * kw_n);
@@ -273,8 +299,6 @@ class Generator : public CodeGenerator {
       jnz(row_loop, T_NEAR);
     }
   }
-
-  bool rolled_rows() const { return key_.kernel[1] >= kRolledKernelRows; }
 
   void emit_add_multiple(const Reg64& target, const Reg64& step, int64_t times) {
     mov(rax, step);
@@ -318,7 +342,7 @@ class Generator : public CodeGenerator {
         jle(done, T_NEAR);
         add(rax, local(kYChannelBytes));
       }
-      for (int v = 0; v < vectors; ++v) vmovups(ptr[rax + kVectorBytes * v], acc(oc, v));
+      for (int v = 0; v < vectors; ++v) vmovups(ptr[rax + vector_bytes_ * v], acc(oc, v));
     }
     L(done);
   }
@@ -329,6 +353,7 @@ class Generator : public CodeGenerator {
 
   const SpecKey key_;
   const NchwPlan plan_;
+  const int lanes_, vector_bytes_;
   const int64_t taps_;
 };
 
@@ -338,39 +363,40 @@ class Generator : public CodeGenerator {
 }  // namespace
 
 NchwPlan plan_nchw(const SpecKey& key) {
-  // Accumulators + inputs + the weight broadcast fill at most the 16 ymm; stride 2 needs three more
-  // (shuffle temporaries, mask), so its accumulators + inputs stay within 12.
+  NchwPlan plan;
+  plan.isa = traits_of(key.isa);
+  if (key.layout != CONVJIT_NCHW) plan.unsupported = "not NCHW";
+  else if (key.stride[2] != 1 && key.stride[2] != 2) plan.unsupported = "NCHW kernels support stride 1 or 2 along W";
+  else plan.unsupported = common_unsupported_reason(key);
+  if (!plan.unsupported.empty()) return plan;
+  // At most 12 accumulators + inputs, leaving the weight broadcast and at stride 2 the load halves
+  // and their helper: within AVX2's 16 vectors. 12 accumulators hide the FMA latency on both
+  // ports of every CPU here; the ratio of loads to FMAs is the ISA's too.
   switch (key.oc_class) {
-    case 1: return {1, 6};
-    case 2: return {2, 4};
-    case 3: return {3, 3};
-    default: return key.stride[2] == 1 ? NchwPlan{4, 3} : NchwPlan{4, 2};  // 12 FMAs per 7 loads, or 8 per 6
+    case 1: plan.oc_block = 1, plan.vectors = 6; break;
+    case 2: plan.oc_block = 2, plan.vectors = 4; break;
+    case 3: plan.oc_block = 3, plan.vectors = 3; break;
+    default: plan.oc_block = 4, plan.vectors = key.stride[2] == 1 ? 3 : 2;  // 12 FMAs per 7 loads, or 8 per 6
   }
-}
-
-int64_t nchw_min_row_pixels(const NchwPlan&) {
-  return 16;
-}  // two vectors: see emit_pixel_loop
-
-std::string nchw_unsupported_reason(const SpecKey& key) {
-  if (key.layout != CONVJIT_NCHW) return "not NCHW";
-  if (key.stride[2] != 1 && key.stride[2] != 2) return "NCHW kernels support stride 1 or 2 along W";
-  return common_unsupported_reason(key);
+  plan.rolled_rows = key.kernel[1] >= kRolledKernelRows;
+  plan.min_row_pixels = 2 * plan.isa.lanes;  // the smallest block: see emit_pixel_loop
+  plan.vector_registers_used = plan.oc_block * plan.vectors + plan.vectors + (key.stride[2] == 1 ? 1 : 4);
+  // A tap's block of one vector takes at most ~100 bytes with VEX, ~130 with EVEX.
+  plan.code_bytes = code_buffer_bytes(key, plan.vectors, plan.isa.opmask ? 160 : 128);
+  return plan;
 }
 
 bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string* error) {
-  if (std::string reason = nchw_unsupported_reason(key); !reason.empty()) {
-    *error = reason;
+  const NchwPlan plan = plan_nchw(key);
+  if (!plan.unsupported.empty()) {
+    *error = plan.unsupported;
     return false;
   }
-  const NchwPlan plan = plan_nchw(key);
   convjit_conv_kernel kernel{};
   kernel.row_kernel = 1;
-  kernel.min_row_pixels = nchw_min_row_pixels(plan);
-  // A tap's block of one vector takes at most ~100 bytes.
-  const size_t code_size = code_buffer_bytes(key, plan.vectors, 128);
+  kernel.min_row_pixels = plan.min_row_pixels;
   return emit_kernel(
-      key, kernel, code_size, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
+      key, kernel, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak

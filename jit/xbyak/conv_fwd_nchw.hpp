@@ -1,25 +1,30 @@
-// Xbyak generator of NCHW forward tiles: direct convolution along one output row, 8 pixels per
-// ymm lane group, weights broadcast straight from OIHW (no packing).
+// Xbyak generator of NCHW forward tiles: direct convolution along one output row, isa.lanes
+// pixels per vector, weights broadcast straight from OIHW (no packing). One emitter for every ISA:
+// it reads the plan, and the plan reads the key (whose ISA gives the traits).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "backend.hpp"
+#include "isa_traits.hpp"
 
 namespace convjit::jit::xbyak {
 
-// Register blocking of the NCHW kernel: oc_block output channels (the key's channel class)
-// x vectors ymm of 8 pixels, at most 12 accumulators (and inputs, at stride 2).
+// Everything the emitter decides before it emits. The vector register map: oc_block * vectors
+// accumulators, then `vectors` inputs, then the fixed roles (Fixed in the emitter).
 struct NchwPlan {
-  int oc_block, vectors;
+  IsaTraits isa;
+  int oc_block = 0, vectors = 0;  // register block: oc_block channels x vectors of isa.lanes pixels
+  bool rolled_rows = false;       // kernel rows in a run-time loop (tall kernels), else unrolled
+  int64_t min_row_pixels = 0;     // two vectors: shorter segments go to the generic tile
+  size_t code_bytes = 0;          // the code buffer: frame + an upper bound per unrolled tap block
+  int vector_registers_used = 0;  // within isa.vector_registers
+  std::string unsupported;        // why the key is not generated, or empty
 };
 NchwPlan plan_nchw(const SpecKey& key);
-// Shorter row segments go to the generic tile (it packs several rows per panel and wins there).
-int64_t nchw_min_row_pixels(const NchwPlan& plan);
 
-// Empty when the key can be generated, else why not.
-std::string nchw_unsupported_reason(const SpecKey& key);
 bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string* error);
 
 }  // namespace convjit::jit::xbyak

@@ -13,8 +13,9 @@ namespace {
 
 using namespace Xbyak;
 
-alignas(kVectorBytes) const int32_t kLaneIndex[kVectorFloats] = {0, 1, 2, 3, 4, 5, 6, 7};
-constexpr int kMaxVectors = 4;  // plan_nhwc's widest block
+alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};  // AVX2's channel masks
+constexpr int kMaxVectors = 4;                                            // plan_nhwc's widest block
+constexpr int kMaxPixelGroups = 4;
 
 // packed[k][j] = w[j][k] for the tile's oc_count <= oc_block channels, zero for the missing ones.
 template <int oc_block>
@@ -27,6 +28,10 @@ void pack_weights(const convjit_conv_problem* p, const float* w, int64_t oc_coun
   }
 }
 
+convjit_conv_prepare_fn pack_weights_for(int oc_block) {
+  return oc_block == 16 ? pack_weights<16> : oc_block == 32 ? pack_weights<32> : pack_weights<64>;
+}
+
 #define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
 #define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
 
@@ -35,8 +40,13 @@ void pack_weights(const convjit_conv_problem* p, const float* w, int64_t oc_coun
 // as one FMA chain per output, then + bias, then relu: the generic tier's numbers exactly.
 class Generator : public CodeGenerator {
  public:
-  Generator(const SpecKey& key, size_t code_size)
-      : CodeGenerator(code_size, DontSetProtectRWE), key_(key), plan_(plan_nhwc(key)) {
+  Generator(const SpecKey& key, const NhwcPlan& plan)
+      : CodeGenerator(plan.code_bytes, DontSetProtectRWE),
+        key_(key),
+        plan_(plan),
+        vector_bytes_(plan.isa.vector_bytes),
+        reg_tmp_a(vector(plan.isa, plan.isa.vector_registers - 2)),
+        reg_tmp_b(vector(plan.isa, plan.isa.vector_registers - 1)) {
     emit_prologue();
     emit_pixel_loop();
     emit_epilogue();
@@ -47,10 +57,11 @@ class Generator : public CodeGenerator {
   const Reg64 reg_x_block = rsi;                             // x at the block's first pixel, tap (0,0,0) unflipped
   const Reg64 reg_weights = r8;                              // packed weights of the current k
   const Reg64 reg_plane = rdx, reg_row = r9, reg_tap = rbx;  // running tap pointers
-  const Reg64 reg_in_lo = rax, reg_in_hi = rbp;              // pixels 0 and 3 of the block at the current ic
+  // Pixels 0, 3, 6 and 9 of the block at the current input channel: the pixel groups' inputs.
+  const Reg64 reg_in[kMaxPixelGroups] = {rax, rbp, r10, r15};
   const Reg64 reg_ic = rcx, reg_y = r12, reg_pixel_step = r13, reg_pixel_step3 = r11;
-  const Reg64 reg_col_step = r14, reg_plane_step = r15, reg_row_step = r10;  // view steps, bytes
-  const Reg64 reg_pixels_left = rdi;                                         // after the problem's fields are read
+  const Reg64 reg_col_step = r14;     // view step along W, bytes
+  const Reg64 reg_pixels_left = rdi;  // after the problem's fields are read
 
   enum Local {
     kXBase,
@@ -61,31 +72,34 @@ class Generator : public CodeGenerator {
     kPackedWeights,
     kRowsLeft,
     kPartialBlock,  // nonzero: fewer channels than the block, stores are masked
-    kMasks,         // one ymm lane mask per vector: lanes of real channels
-    kLocals = kMasks + kMaxVectors * kVectorBytes / kLocalBytes
+    kPlaneStep,     // view steps along D and H, bytes: used once per kernel row
+    kRowStep,
+    kMasks,         // AVX2: one lane mask per vector, lanes of real channels
+    kLocals = kMasks + kMaxVectors * 32 / kLocalBytes
   };
   Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
-  Address mask(int v) { return yword[rsp + kLocalBytes * int(kMasks) + kVectorBytes * v]; }
+  Address mask(int v) { return yword[rsp + kLocalBytes * int(kMasks) + 32 * v]; }
+  // AVX-512: the same masks in opmask registers.
+  Opmask channel_mask(int v) const { return Opmask(1 + v); }
 
-  // ymm: the accumulators, then what the ic loop keeps in registers: with up to 2 vectors the
-  // block's weights and one input broadcast, with more the block's input broadcasts and one weight
-  // vector. After the reduction these are free: reg_tmp_a/b.
-  Ymm acc(int px, int v) const { return Ymm(px * plan_.vectors + v); }
+  // The accumulators, then what the ic loop keeps in registers: the block's weights and one input
+  // broadcast (none when embedded), or the block's input broadcasts and one weight vector.
+  Xmm acc(int px, int v) const { return vector(plan_.isa, px * plan_.vectors + v); }
   int first_free() const { return plan_.pixels * plan_.vectors; }
-  bool weights_held() const { return plan_.vectors <= 2; }
-  Ymm weight(int v) const { return Ymm(first_free() + (weights_held() ? v : plan_.pixels)); }
-  Ymm input(int px) const { return Ymm(first_free() + (weights_held() ? plan_.vectors : px)); }
-  const Ymm reg_tmp_a = ymm14, reg_tmp_b = ymm15;
+  Xmm weight(int v) const { return vector(plan_.isa, first_free() + (plan_.weights_held ? v : plan_.pixels)); }
+  Xmm input(int px) const { return vector(plan_.isa, first_free() + (plan_.weights_held ? plan_.vectors : px)); }
 
   void emit_prologue() {
     emit_enter(*this, kLocalBytes * kLocals + kLocalBytes);  // ymm locals are accessed unaligned
     // The driver's input view: x at tap (0, 0, 0) of the segment's first pixel, all taps real.
     mov(rax, TILE(x));
     mov(local(kXBase), rax);
-    mov(reg_plane_step, TILE(view_tap_plane));
-    shl(reg_plane_step, kFloatBytesShift);
-    mov(reg_row_step, TILE(view_tap_row));
-    shl(reg_row_step, kFloatBytesShift);
+    for (auto [field, to] : {std::pair{offsetof(convjit_conv_tile, view_tap_plane), kPlaneStep},
+                             std::pair{offsetof(convjit_conv_tile, view_tap_row), kRowStep}}) {
+      mov(rax, qword[reg_tile + field]);
+      shl(rax, kFloatBytesShift);
+      mov(local(to), rax);
+    }
     mov(reg_col_step, TILE(view_position));
     imul(reg_col_step, reg_col_step, int(kFloatBytes * key_.dilation[2]));
     mov(reg_pixel_step, TILE(view_position));
@@ -103,22 +117,35 @@ class Generator : public CodeGenerator {
     mov(rax, TILE(pixel_count));
     mov(local(kPixels), rax);
     mov(reg_y, TILE(y));
-    // Channel masks for the stores (and the bias load): lane i of vector v is set when
-    // 8 * v + i < oc_count.
-    mov(rax, reinterpret_cast<size_t>(kLaneIndex));
-    mov(rdx, TILE(oc_count));
-    for (int v = 0; v < plan_.vectors; ++v) {
-      vmovq(Xmm(reg_tmp_a.getIdx()), rdx);
-      vpbroadcastd(reg_tmp_a, Xmm(reg_tmp_a.getIdx()));
-      vpcmpgtd(reg_tmp_a, reg_tmp_a, ptr[rax]);
-      vmovups(mask(v), reg_tmp_a);
-      sub(rdx, kVectorFloats);
-    }
+    emit_channel_masks();
     mov(rax, TILE(oc_count));
     xor_(edx, edx);
     cmp(rax, plan_.oc_block());
     setl(dl);
     mov(local(kPartialBlock), rdx);
+  }
+
+  // Channel masks for the partial block's stores and bias load: lane i of vector v is set when
+  // lanes * v + i < oc_count.
+  void emit_channel_masks() {
+    mov(rdx, TILE(oc_count));
+    if (plan_.isa.opmask) {
+      mov(rax, -1);
+      bzhi(rax, rax, rdx);  // the low oc_count bits (all 64 when oc_count >= 64)
+      for (int v = 0; v < plan_.vectors; ++v) {
+        kmovw(channel_mask(v), eax);
+        shr(rax, plan_.isa.lanes);
+      }
+      return;
+    }
+    mov(rax, reinterpret_cast<size_t>(kLaneIndex));
+    for (int v = 0; v < plan_.vectors; ++v) {
+      vmovq(Xmm(reg_tmp_a.getIdx()), rdx);
+      vpbroadcastd(reg_tmp_a, Xmm(reg_tmp_a.getIdx()));
+      vpcmpgtd(reg_tmp_a, reg_tmp_a, ptr[rax]);
+      vmovups(mask(v), reg_tmp_a);
+      sub(rdx, plan_.isa.lanes);
+    }
   }
 
   // Blocks of plan.pixels; a segment that does not divide evenly ends with a block moved back to
@@ -144,11 +171,14 @@ class Generator : public CodeGenerator {
     mov(reg_pixels_left, block);
     jmp(loop, T_NEAR);
     L(full);
-    if (block == 6) {
-      lea(rax, ptr[reg_pixel_step3 * 2]);
+    if (block == 3) {
+      add(reg_x_block, reg_pixel_step3);
+    } else if (block % 3 == 0 && (block == 6 || block == 12 || block == 24)) {
+      lea(rax, ptr[reg_pixel_step3 * (block / 3)]);
       add(reg_x_block, rax);
     } else {
-      add(reg_x_block, reg_pixel_step3);
+      imul(rax, reg_pixel_step, block);
+      add(reg_x_block, rax);
     }
     mov(rax, local(kYPixelBytes));
     imul(rax, rax, block);
@@ -169,19 +199,19 @@ class Generator : public CodeGenerator {
   // Taps in OHWI order (kd, kh, kw), each reducing over the input channels.
   void emit_taps() {
     const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
-    auto start_reversed = [&](const Reg64& target, const Reg64& step, int64_t n) {
+    auto start_reversed = [&](const Reg64& target, const Operand& step, int64_t n) {
       if (!key_.flip || n <= 1) return;
       mov(reg_ic, step);
       imul(reg_ic, reg_ic, int(n - 1));
       add(target, reg_ic);
     };
-    auto advance = [&](const Reg64& target, const Reg64& step) { key_.flip ? sub(target, step) : add(target, step); };
+    auto advance = [&](const Reg64& target, const Operand& step) { key_.flip ? sub(target, step) : add(target, step); };
     mov(reg_plane, reg_x_block);
-    start_reversed(reg_plane, reg_plane_step, kd_n);
+    start_reversed(reg_plane, local(kPlaneStep), kd_n);
     for (int64_t kd = 0; kd < kd_n; ++kd) {
-      if (kd > 0) advance(reg_plane, reg_plane_step);
+      if (kd > 0) advance(reg_plane, local(kPlaneStep));
       mov(reg_row, reg_plane);
-      start_reversed(reg_row, reg_row_step, kh_n);
+      start_reversed(reg_row, local(kRowStep), kh_n);
       auto emit_row = [&] {  // one kernel row's taps; the packed weights run on in k order
         mov(reg_tap, reg_row);
         start_reversed(reg_tap, reg_col_step, kw_n);
@@ -190,9 +220,9 @@ class Generator : public CodeGenerator {
           emit_ic_loop();
         }
       };
-      if (kh_n < kRolledKernelRows) {
+      if (!plan_.rolled_rows) {
         for (int64_t kh = 0; kh < kh_n; ++kh) {
-          if (kh > 0) advance(reg_row, reg_row_step);
+          if (kh > 0) advance(reg_row, local(kRowStep));
           emit_row();
         }
         continue;
@@ -203,41 +233,46 @@ class Generator : public CodeGenerator {
       mov(local(kRowsLeft), int(kh_n));
       L(row_loop);
       emit_row();
-      advance(reg_row, reg_row_step);
+      advance(reg_row, local(kRowStep));
       dec(local(kRowsLeft));
       jnz(row_loop, T_NEAR);
     }
   }
 
-  // Input of pixel px of the block at the current input channel: pixels 0-2 from reg_in_lo,
-  // 3-5 from reg_in_hi.
-  Address input_address(int px) {
-    const Reg64& base = px < 3 ? reg_in_lo : reg_in_hi;
+  // Input of pixel px of the block at the current input channel: from its group's pointer.
+  RegExp input_at(int px) const {
+    const Reg64& base = reg_in[px / 3];
     const int within = px % 3;
-    return within == 0 ? ptr[base] : ptr[base + reg_pixel_step * within];
+    return within == 0 ? RegExp(base) : base + reg_pixel_step * within;
   }
 
   void emit_ic_loop() {
-    mov(reg_in_lo, reg_tap);
-    if (plan_.pixels > 3) lea(reg_in_hi, ptr[reg_tap + reg_pixel_step3]);
+    for (int group = 0; group < plan_.pixel_groups; ++group) {
+      if (group == 0) mov(reg_in[0], reg_tap);
+      else if (group == 3) lea(reg_in[3], ptr[reg_in[1] + reg_pixel_step3 * 2]);
+      else lea(reg_in[group], ptr[reg_tap + reg_pixel_step3 * group]);
+    }
     mov(reg_ic, local(kIcCount));
     Label loop;
     L(loop);
-    if (weights_held()) {
-      for (int v = 0; v < plan_.vectors; ++v) vmovups(weight(v), ptr[reg_weights + kVectorBytes * v]);
+    if (plan_.weights_held) {
+      for (int v = 0; v < plan_.vectors; ++v) vmovups(weight(v), ptr[reg_weights + vector_bytes_ * v]);
       for (int px = 0; px < plan_.pixels; ++px) {
-        vbroadcastss(input(px), input_address(px));
+        if (plan_.embedded_broadcast) {
+          vfmadd231ps(acc(px, 0), weight(0), ptr_b[input_at(px)]);
+          continue;
+        }
+        vbroadcastss(input(px), ptr[input_at(px)]);
         for (int v = 0; v < plan_.vectors; ++v) vfmadd231ps(acc(px, v), input(px), weight(v));
       }
     } else {
-      for (int px = 0; px < plan_.pixels; ++px) vbroadcastss(input(px), input_address(px));
+      for (int px = 0; px < plan_.pixels; ++px) vbroadcastss(input(px), ptr[input_at(px)]);
       for (int v = 0; v < plan_.vectors; ++v) {
-        vmovups(weight(v), ptr[reg_weights + kVectorBytes * v]);
+        vmovups(weight(v), ptr[reg_weights + vector_bytes_ * v]);
         for (int px = 0; px < plan_.pixels; ++px) vfmadd231ps(acc(px, v), input(px), weight(v));
       }
     }
-    add(reg_in_lo, 4);
-    if (plan_.pixels > 3) add(reg_in_hi, 4);
+    for (int group = 0; group < plan_.pixel_groups; ++group) add(reg_in[group], kFloatBytes);
     add(reg_weights, kFloatBytes * plan_.oc_block());
     dec(reg_ic);
     jnz(loop, T_NEAR);
@@ -249,8 +284,12 @@ class Generator : public CodeGenerator {
     test(rax, rax);
     jz(no_bias, T_NEAR);
     for (int v = 0; v < plan_.vectors; ++v) {
-      vmovups(reg_tmp_b, mask(v));
-      vmaskmovps(reg_tmp_a, reg_tmp_b, ptr[rax + kVectorBytes * v]);
+      if (plan_.isa.opmask) {
+        vmovups(reg_tmp_a | channel_mask(v) | T_z, ptr[rax + vector_bytes_ * v]);
+      } else {
+        vmovups(reg_tmp_b, mask(v));
+        vmaskmovps(reg_tmp_a, reg_tmp_b, ptr[rax + vector_bytes_ * v]);
+      }
       for (int px = 0; px < plan_.pixels; ++px) vaddps(acc(px, v), acc(px, v), reg_tmp_a);
     }
     L(no_bias);
@@ -269,16 +308,19 @@ class Generator : public CodeGenerator {
     jne(masked, T_NEAR);
     for (int px = 0; px < plan_.pixels; ++px) {
       if (px > 0) add(rax, rdx);
-      for (int v = 0; v < plan_.vectors; ++v) vmovups(ptr[rax + kVectorBytes * v], acc(px, v));
+      for (int v = 0; v < plan_.vectors; ++v) vmovups(ptr[rax + vector_bytes_ * v], acc(px, v));
     }
     jmp(stored, T_NEAR);
     L(masked);
     for (int v = 0; v < plan_.vectors; ++v) {
-      vmovups(reg_tmp_b, mask(v));
+      if (!plan_.isa.opmask) vmovups(reg_tmp_b, mask(v));
       mov(rcx, rax);
       for (int px = 0; px < plan_.pixels; ++px) {
         if (px > 0) add(rcx, rdx);
-        vmaskmovps(ptr[rcx + kVectorBytes * v], reg_tmp_b, acc(px, v));
+        if (plan_.isa.opmask)
+          vmovups(ptr[rcx + vector_bytes_ * v] | channel_mask(v), acc(px, v));
+        else
+          vmaskmovps(ptr[rcx + vector_bytes_ * v], reg_tmp_b, acc(px, v));
       }
     }
     L(stored);
@@ -290,6 +332,8 @@ class Generator : public CodeGenerator {
 
   const SpecKey key_;
   const NhwcPlan plan_;
+  const int vector_bytes_;
+  const Xmm reg_tmp_a, reg_tmp_b;  // free once the reduction is done
 };
 
 #undef PROBLEM
@@ -298,29 +342,47 @@ class Generator : public CodeGenerator {
 }  // namespace
 
 NhwcPlan plan_nhwc(const SpecKey& key) {
-  return key.oc_class >= kNhwcWideClass ? NhwcPlan{3, 4} : NhwcPlan{6, 2};
-}
-
-std::string nhwc_unsupported_reason(const SpecKey& key) {
-  if (key.layout != CONVJIT_NHWC) return "not NHWC";
-  return common_unsupported_reason(key);
+  NhwcPlan plan;
+  plan.isa = traits_of(key.isa);
+  plan.unsupported = key.layout != CONVJIT_NHWC ? "not NHWC" : common_unsupported_reason(key);
+  if (!plan.unsupported.empty()) return plan;
+  const bool wide = key.oc_class >= kNhwcWideClass;
+  if (plan.isa.isa == Isa::Avx512) {
+    // 32 vectors: 12 pixels (a quarter of the input broadcasts per FMA of 3) of one or two
+    // vectors; with one, each input broadcast serves one FMA and is folded into it.
+    plan.pixels = 12, plan.vectors = wide ? 2 : 1;
+  } else {
+    // 16 vectors: 12 accumulators; the wide block broadcasts 3 inputs per 12 FMAs instead of 6
+    // (bench/RESULTS.md, "Why the tier rules ...").
+    plan.pixels = wide ? 3 : 6, plan.vectors = wide ? 4 : 2;
+  }
+  plan.weights_held = plan.vectors <= 2;
+  plan.embedded_broadcast = plan.isa.opmask && plan.vectors == 1;
+  plan.pixel_groups = (plan.pixels + 2) / 3;
+  plan.rolled_rows = key.kernel[1] >= kRolledKernelRows;
+  const int held = plan.weights_held ? plan.vectors + (plan.embedded_broadcast ? 0 : 1) : plan.pixels + 1;
+  plan.vector_registers_used = plan.pixels * plan.vectors + held;
+  // A tap: its ic loop's instructions (loads, broadcasts, FMAs, pointer steps), at most 12 bytes each.
+  const int fmas = plan.pixels * plan.vectors;
+  const int loads = plan.vectors + (plan.embedded_broadcast ? 0 : plan.pixels);
+  const int steps = 2 * plan.pixel_groups + 5;
+  plan.code_bytes = code_buffer_bytes(key, 1, size_t(12 * (fmas + loads + steps)));
+  return plan;
 }
 
 bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error) {
-  if (std::string reason = nhwc_unsupported_reason(key); !reason.empty()) {
-    *error = reason;
+  const NhwcPlan plan = plan_nhwc(key);
+  if (!plan.unsupported.empty()) {
+    *error = plan.unsupported;
     return false;
   }
-  const NhwcPlan plan = plan_nhwc(key);
   convjit_conv_kernel kernel{};
-  kernel.prepare = plan.vectors == 4 ? pack_weights<32> : pack_weights<16>;
+  kernel.prepare = pack_weights_for(plan.oc_block());
   kernel.oc_block = plan.oc_block();
   kernel.row_kernel = 1;
-  kernel.min_row_pixels = plan.pixels;
-  // A tap's block takes at most ~300 bytes.
-  const size_t code_size = code_buffer_bytes(key, 1, 320);
+  kernel.min_row_pixels = plan.min_row_pixels();
   return emit_kernel(
-      key, kernel, code_size, [&] { return std::make_shared<Generator>(key, code_size); }, out, error);
+      key, kernel, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak

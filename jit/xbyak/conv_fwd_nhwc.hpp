@@ -1,26 +1,36 @@
 // Xbyak generator of NHWC forward tiles: per block of output pixels of one row, a block of output
-// channels in ymm vectors per pixel; inputs broadcast from x (channels contiguous), weights read
-// from a [k][oc_block] repacking that the kernel's prepare makes once per channel block.
+// channels in vectors per pixel; inputs broadcast from x (channels contiguous), weights read from
+// a [k][oc_block] repacking that the kernel's prepare makes once per channel block. One emitter
+// for every ISA: it reads the plan, and the plan reads the key (whose ISA gives the traits).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "backend.hpp"
-#include "vector.hpp"
+#include "isa_traits.hpp"
 
 namespace convjit::jit::xbyak {
 
-// Register blocking of the NHWC kernel, by the key's channel class: 6 pixels x 16 channels, or,
-// for 32 or more channels per group, 3 pixels x 32 channels. Both fill 12 accumulators; the wide
-// block broadcasts 3 inputs per 12 FMAs instead of 6 (bench/RESULTS.md, "Why the tier rules ...").
+// Everything the emitter decides before it emits. The vector register map: pixels * vectors
+// accumulators, then the weights (held) or the inputs, then one of the other; the last two
+// vectors are temporaries once the reduction is done.
 struct NhwcPlan {
-  int pixels, vectors;
-  int oc_block() const { return kVectorFloats * vectors; }
+  IsaTraits isa;
+  int pixels = 0, vectors = 0;      // register block: pixels x vectors of isa.lanes channels
+  bool weights_held = false;        // the weight vectors stay over the block's pixels, else its inputs do
+  bool embedded_broadcast = false;  // one vector: each input is used once, broadcast inside its FMA
+  int pixel_groups = 0;             // input pointers, one per 3 pixels (x86 scales 1 and 2)
+  bool rolled_rows = false;         // kernel rows in a run-time loop (tall kernels), else unrolled
+  size_t code_bytes = 0;            // the code buffer: frame + an upper bound per unrolled tap
+  int vector_registers_used = 0;    // within isa.vector_registers
+  std::string unsupported;          // why the key is not generated, or empty
+  int oc_block() const { return isa.lanes * vectors; }
+  int64_t min_row_pixels() const { return pixels; }  // segments of at least one block
 };
 NhwcPlan plan_nhwc(const SpecKey& key);
 
-std::string nhwc_unsupported_reason(const SpecKey& key);
 bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error);
 
 }  // namespace convjit::jit::xbyak

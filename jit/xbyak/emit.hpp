@@ -10,7 +10,7 @@
 #include <string>
 
 #include "backend.hpp"
-#include "vector.hpp"
+#include "isa_traits.hpp"
 
 namespace convjit::jit::xbyak {
 

@@ -1,10 +1,10 @@
-// The Xbyak backend: AVX2/FMA forward tiles, emitted in microseconds. Code memory is mapped
-// read+write while it is emitted, then read+execute (never both), one mapping per kernel.
-#include <xbyak/xbyak_util.h>
-
+// The Xbyak backend: AVX2/FMA and AVX-512 forward tiles from one generator per layout, emitted in
+// microseconds. Code memory is mapped read+write while it is emitted, then read+execute (never
+// both), one mapping per kernel.
 #include "backend.hpp"
 #include "conv_fwd_nchw.hpp"
 #include "conv_fwd_nhwc.hpp"
+#include "isa_traits.hpp"
 
 namespace convjit::jit {
 namespace {
@@ -12,24 +12,36 @@ namespace {
 // The shortest NHWC output row the kernels take (bench/RESULTS.md, "Why the tier rules ...").
 constexpr int64_t kNhwcMinRowPixels = 12;
 
+int64_t min_row_pixels(const SpecKey& key) {
+  return key.layout == CONVJIT_NCHW ? xbyak::plan_nchw(key).min_row_pixels : kNhwcMinRowPixels;
+}
+
 class XbyakBackend : public Backend {
  public:
   const char* name() const override { return "xbyak"; }
 
   std::string unavailable_reason() const override {
-    const Xbyak::util::Cpu cpu;
-    if (!cpu.has(Xbyak::util::Cpu::tAVX2) || !cpu.has(Xbyak::util::Cpu::tFMA)) return "host lacks AVX2/FMA";
+    if (!xbyak::host_supports(Isa::Avx2Fma)) return "host lacks AVX2/FMA";
     return {};
+  }
+
+  // The widest ISA the host and the cap allow, unless its kernel would decline the problem's rows
+  // where AVX2's takes them (NCHW rows of 16-31 pixels that are not flattened: AVX-512's smallest
+  // block is 32 pixels). jit/README.md: "Which ISA a kernel gets".
+  Isa isa_for(const convjit_conv_problem& p, Isa cap) const override {
+    if (cap < Isa::Avx512 || !xbyak::host_supports(Isa::Avx512)) return Isa::Avx2Fma;
+    if (p.layout == CONVJIT_NCHW && p.out[2] < 2 * xbyak::kAvx512Traits.lanes && !flattens_rows(p)) {
+      return Isa::Avx2Fma;
+    }
+    return Isa::Avx512;
   }
 
   // Row kernels block pixels along W (jit/abi/backend.hpp: short_rows_reason). NHWC kernels block 16
   // or 32 output channels; with fewer than 4 per group they mostly compute zeros.
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
-    // NHWC: not its 3- or 6-pixel block: shorter rows waste a quarter of their blocks and pay the
+    // NHWC: not its pixel block: shorter rows waste a quarter of their blocks and pay the
     // weights' packing for few pixels (bench/RESULTS.md, "Why the tier rules ...").
-    const int64_t block =
-        key.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(xbyak::plan_nchw(key)) : kNhwcMinRowPixels;
-    if (std::string why = short_rows_reason(p, block); !why.empty()) return why;
+    if (std::string why = short_rows_reason(p, min_row_pixels(key)); !why.empty()) return why;
     if (key.layout == CONVJIT_NCHW && key.stride[2] == 2 && p.taps == 1) {  // bench/RESULTS.md, tier rules
       return "1x1 kernel with stride 2: the shuffles cost more than the generic tile's packing";
     }
@@ -40,8 +52,8 @@ class XbyakBackend : public Backend {
   }
 
   bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) override {
-    if (key.isa != Isa::Avx2Fma) {
-      *error = "xbyak emits AVX2/FMA only";
+    if (!xbyak::host_supports(key.isa)) {
+      *error = std::string("host lacks ") + isa_name(key.isa);
       return false;
     }
     return key.layout == CONVJIT_NCHW ? xbyak::generate_conv_fwd_nchw(key, out, error)

@@ -153,6 +153,7 @@ extern "C" void convjit_policy_from_environment(convjit_policy* out) {
   out->max_configurations = p.max_configurations;
   out->code_budget_bytes = p.code_budget_bytes;
   out->perf_map = p.perf_map;
+  out->max_isa = int32_t(p.max_isa);
   // The environment's string outlives the policy; NULL when unset.
   out->cache_dir = p.cache_dir.empty() ? nullptr : std::getenv("CONVJIT_CACHE_DIR");
 }
@@ -162,6 +163,9 @@ extern "C" convjit_status convjit_runtime_create(const convjit_policy* policy, c
     CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{policy, "policy"}, {runtime, "runtime"}}));
     if (policy->backend < CONVJIT_BACKEND_AUTO || policy->backend > CONVJIT_BACKEND_NONE) {
       return Status::invalid("policy.backend = " + std::to_string(policy->backend) + ": must be a convjit_backend");
+    }
+    if (policy->max_isa < CONVJIT_ISA_AUTO || policy->max_isa > CONVJIT_ISA_AVX512) {
+      return Status::invalid("policy.max_isa = " + std::to_string(policy->max_isa) + ": must be a convjit_isa");
     }
     for (auto [value, name, minimum] :
          {std::tuple{int64_t(policy->num_threads), "policy.num_threads", int64_t(0)},
@@ -184,6 +188,7 @@ extern "C" convjit_status convjit_runtime_create(const convjit_policy* policy, c
     p.max_configurations = policy->max_configurations;
     p.code_budget_bytes = policy->code_budget_bytes;
     p.perf_map = policy->perf_map != 0;
+    p.max_isa = convjit::Isa(policy->max_isa);
     if (policy->cache_dir) p.cache_dir = policy->cache_dir;
     *runtime = reinterpret_cast<convjit_runtime*>(new convjit::Runtime(p));
     return Status::success();

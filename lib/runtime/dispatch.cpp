@@ -55,7 +55,7 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
   if (backend_) {
     // The key only where a kernel is asked for or checked: calls that stay generic skip it.
     auto key_of_call = [&] {
-      return jit::make_spec_key(g, params->rank, relu, jit::Isa::Avx2Fma, policy.specialize_sizes);
+      return spec_key(g, params->rank, relu);
     };
     const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
     if (!kernel && calls >= policy.hot_threshold &&

@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "convjit/runtime.hpp"
 
@@ -30,23 +32,34 @@ bool parse_bool(const char* name, bool* out) {
   return true;
 }
 
+// One of the named values; "expects a, b or c" otherwise.
+template <typename T>
+void parse_choice(const char* name, std::initializer_list<std::pair<const char*, T>> choices, T* out) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return;
+  for (const auto& [word, value] : choices) {
+    if (std::strcmp(text, word) == 0) {
+      *out = value;
+      return;
+    }
+  }
+  std::string expected;
+  size_t i = 0;
+  for (const auto& choice : choices) {
+    expected += i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ";
+    expected += choice.first;
+    ++i;
+  }
+  std::fprintf(stderr, "convjit: ignoring %s=%s (expects %s)\n", name, text, expected.c_str());
+}
+
 }  // namespace
 
 Policy Policy::from_environment() {
   Policy p;
-  if (const char* backend = std::getenv("CONVJIT_BACKEND"); backend && *backend) {
-    const std::string b = backend;
-    if (b == "auto")
-      p.backend = Backend::Auto;
-    else if (b == "xbyak")
-      p.backend = Backend::Xbyak;
-    else if (b == "llvm")
-      p.backend = Backend::Llvm;
-    else if (b == "none")
-      p.backend = Backend::None;
-    else
-      std::fprintf(stderr, "convjit: ignoring CONVJIT_BACKEND=%s (expects auto, xbyak, llvm or none)\n", backend);
-  }
+  parse_choice("CONVJIT_BACKEND",
+               {{"auto", Backend::Auto}, {"xbyak", Backend::Xbyak}, {"llvm", Backend::Llvm}, {"none", Backend::None}},
+               &p.backend);
   parse_int("CONVJIT_HOT_THRESHOLD", 0, &p.hot_threshold);
   parse_bool("CONVJIT_ASYNC", &p.async);
   int64_t threads;
@@ -57,6 +70,7 @@ Policy Policy::from_environment() {
   parse_int("CONVJIT_MAX_CONFIGURATIONS", 16, &p.max_configurations);
   parse_int("CONVJIT_CODE_BUDGET", 0, &p.code_budget_bytes);
   parse_bool("CONVJIT_PERF_MAP", &p.perf_map);
+  parse_choice("CONVJIT_MAX_ISA", {{"auto", Isa::Auto}, {"avx2", Isa::Avx2}, {"avx512", Isa::Avx512}}, &p.max_isa);
   if (const char* dir = std::getenv("CONVJIT_CACHE_DIR")) p.cache_dir = dir;
   return p;
 }

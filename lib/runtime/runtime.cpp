@@ -27,18 +27,22 @@ using detail::SlotState;
 Runtime::Impl::Impl(const Policy& p, std::unique_ptr<jit::Backend> backend, std::string unavailable_reason)
     : policy(p),
       backend_(std::move(backend)),
+      isa_cap_(p.max_isa == Isa::Avx2 ? jit::Isa::Avx2Fma : jit::Isa::Avx512),
       backend_unavailable_reason_(std::move(unavailable_reason)),
       table_(p.max_configurations) {
   detail::register_for_fork(this);
   if (backend_ && !policy.cache_dir.empty()) start_warm();
 }
 
+jit::SpecKey Runtime::Impl::spec_key(const detail::ConvGeometry& g, int32_t rank, bool relu) const {
+  return jit::make_spec_key(g, rank, relu, backend_->isa_for(g, isa_cap_), policy.specialize_sizes);
+}
+
 void Runtime::Impl::start_warm() {
   for (const detail::HotConfiguration& c : detail::load_hot_configurations(policy.cache_dir)) {
     detail::ConvGeometry g;
     if (!detail::make_conv_geometry(c.params, &g).ok()) continue;
-    const jit::SpecKey key = jit::make_spec_key(g, c.params.rank, c.activation == CONVJIT_ACT_RELU, jit::Isa::Avx2Fma,
-                                                policy.specialize_sizes);
+    const jit::SpecKey key = spec_key(g, c.params.rank, c.activation == CONVJIT_ACT_RELU);
     // A saved configuration this version would decline (the file may come from another) is left to
     // the detector, which declines it when it gets hot.
     if (policy.decline_slower && !detail::jit_declined_because(g, *backend_, key).empty()) continue;

@@ -58,9 +58,12 @@ struct Runtime::Impl {
   void worker_loop();
 
   int64_t now_ns() const;  // since the runtime started: the timeline's clock
+  // The key of g's kernel, for the ISA the backend picks within the policy's cap.
+  jit::SpecKey spec_key(const detail::ConvGeometry& g, int32_t rank, bool relu) const;
 
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<jit::Backend> backend_;  // null: generic tier only
+  const jit::Isa isa_cap_;                 // policy.max_isa, as the backends' ISA
   std::string backend_unavailable_reason_;
   detail::ConfigTable table_;
   detail::KernelCache cache_;

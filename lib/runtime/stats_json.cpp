@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "gemm_tile.hpp"
+#include "forward_kernels.hpp"
 
 namespace convjit::detail {
 namespace {
@@ -55,14 +55,16 @@ std::string stats_to_json(const RuntimeStats& s, const Policy& p) {
     calls_jit += c.calls_jit;
   }
   std::string j = "{\n  \"schema\": \"convjit-stats\",\n  \"version\": 1,\n";
-  j += "  \"host\": {\"isa\": " + quoted(avx2::supported() ? "avx2+fma" : "portable") + "},\n";
+  j += "  \"host\": {\"isa\": " + quoted(detail::isa_name(detail::widest_host_isa())) + "},\n";
+  j += "  \"isa\": " + quoted(s.isa) + ",\n";
   j += "  \"policy\": {\"backend\": " + quoted(backend_name(p.backend)) +
        ", \"hot_threshold\": " + std::to_string(p.hot_threshold) + ", \"async\": " + (p.async ? "true" : "false") +
        ", \"num_threads\": " + std::to_string(p.num_threads) +
        ", \"specialize_sizes\": " + (p.specialize_sizes ? "true" : "false") +
        ", \"decline_slower\": " + (p.decline_slower ? "true" : "false") +
        ", \"max_configurations\": " + std::to_string(p.max_configurations) +
-       ", \"code_budget_bytes\": " + std::to_string(p.code_budget_bytes) + "},\n";
+       ", \"code_budget_bytes\": " + std::to_string(p.code_budget_bytes) +
+       ", \"max_isa\": " + quoted(p.max_isa == Isa::Avx2 ? "avx2" : p.max_isa == Isa::Avx512 ? "avx512" : "auto") + "},\n";
   j += "  \"backend\": " + quoted(s.backend) + ",\n";
   j += "  \"backend_unavailable_reason\": " + quoted(s.backend_unavailable_reason) + ",\n";
   j += "  \"totals\": {\"configurations\": " + std::to_string(s.configurations.size()) +

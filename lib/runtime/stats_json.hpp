@@ -2,9 +2,9 @@
 // convjit_runtime_write_stats. Schema "convjit-stats", version 1:
 //
 // { "schema": "convjit-stats", "version": 1,
-//   "host": {"isa": "avx2+fma" | "portable"},
+//   "host": {"isa": "avx512" | "avx2" | "portable"}, "isa": the widest its kernels use (max_isa caps it),
 //   "policy": {"backend", "hot_threshold", "async", "num_threads", "specialize_sizes", "decline_slower",
-//              "max_configurations", "code_budget_bytes"},
+//              "max_configurations", "code_budget_bytes", "max_isa": "auto" | "avx2" | "avx512"},
 //   "backend": "xbyak" | "none", "backend_unavailable_reason": "...",
 //   "totals": {"configurations", "calls_generic", "calls_jit", "compiles", "compile_failures", "kernels",
 //              "code_bytes", "evictions"},

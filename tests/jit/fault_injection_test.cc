@@ -40,6 +40,9 @@ class FailingBackend : public convjit::jit::Backend {
 
   const char* name() const override { return "failing"; }
   std::string unavailable_reason() const override { return {}; }
+  convjit::jit::Isa isa_for(const convjit_conv_problem& problem, convjit::jit::Isa cap) const override {
+    return real_ ? real_->isa_for(problem, cap) : convjit::jit::Isa::Avx2Fma;
+  }
   std::string decline_reason(const convjit_conv_problem&, const convjit::jit::SpecKey& key) const override {
     return declines_ ? std::string(kDeclined) + " (" + key.name() + ")" : std::string();
   }

@@ -20,6 +20,16 @@
 
 namespace convjit::testing::jit {
 
+// The widest ISA a runtime capped at max_isa (by default CONVJIT_MAX_ISA's, as the policies below)
+// gives its kernels on this host ("avx512", "avx2" or "portable"): NHWC kernels, and NCHW ones
+// whose rows fill an AVX-512 block, end in it.
+inline std::string kernel_isa(Isa max_isa = Policy::from_environment().max_isa) {
+  Policy p;
+  p.backend = Backend::None;
+  p.max_isa = max_isa;
+  return Runtime(p).stats().isa;
+}
+
 // One forward problem: random inputs from `seed`, optional bias and activation, oracle answer.
 struct Problem {
   ConvDims dims;
@@ -86,6 +96,7 @@ inline Policy eager_policy(int num_threads = 0) {
   p.async = false;
   p.num_threads = num_threads;
   p.decline_slower = false;
+  p.max_isa = Policy::from_environment().max_isa;  // CONVJIT_MAX_ISA=avx2 reruns the suites on AVX2 kernels
   return p;
 }
 

@@ -224,12 +224,22 @@ std::unique_ptr<convjit::jit::Backend> backend_named(const std::string& name, st
   return why_not->empty() ? std::move(backend) : nullptr;
 }
 
-class CompiledTileKernels : public ::testing::TestWithParam<std::string> {};
+// A backend and the ISA its keys ask for: each ISA the backend emits is tested on its own.
+struct CompiledKernels {
+  std::string backend;
+  convjit::jit::Isa isa;
+  std::string name() const { return backend + "_" + convjit::jit::isa_name(isa); }
+};
+
+class CompiledTileKernels : public ::testing::TestWithParam<CompiledKernels> {};
 
 TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs) {
   std::string why_not;
-  std::unique_ptr<convjit::jit::Backend> backend = backend_named(GetParam(), &why_not);
-  if (!backend) GTEST_SKIP() << GetParam() << ": " << why_not;
+  std::unique_ptr<convjit::jit::Backend> backend = backend_named(GetParam().backend, &why_not);
+  if (!backend) GTEST_SKIP() << GetParam().backend << ": " << why_not;
+  if (GetParam().isa == convjit::jit::Isa::Avx512 && !detail::host_has(detail::KernelIsa::Avx512)) {
+    GTEST_SKIP() << "this host lacks AVX-512 (F, BW, DQ, VL): its kernels cannot run here";
+  }
   AlignedFloats scratch = aligned_floats(int64_t(detail::kScratchFloats));
   const std::vector<ConvDims> shapes = tester_shapes();
   int compiled = 0;
@@ -239,7 +249,7 @@ TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs)
     ASSERT_TRUE(bench.valid()) << describe(shapes[i]);
     const detail::ConvGeometry& g = bench.g();
     const convjit::jit::SpecKey key =
-        convjit::jit::make_spec_key(g, shapes[i].rank, true, convjit::jit::Isa::Avx2Fma, false);
+        convjit::jit::make_spec_key(g, shapes[i].rank, true, GetParam().isa, false);
     convjit::jit::CompiledKernel out;
     std::string error;
     if (!backend->compile(key, &out, &error)) continue;  // a key this backend has no plan for
@@ -264,12 +274,15 @@ TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs)
       ASSERT_TRUE(bench.check_and_reset(s, out.name)) << "case " << i;
     }
   }
-  EXPECT_GE(compiled, 40) << GetParam() << " compiled too few of the shapes' keys to be tested";
-  EXPECT_GE(segments, 80) << GetParam() << ": too few rows long enough for its kernels";
+  EXPECT_GE(compiled, 40) << GetParam().name() << " compiled too few of the shapes' keys to be tested";
+  EXPECT_GE(segments, 80) << GetParam().name() << ": too few rows long enough for its kernels";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CompiledTileKernels, ::testing::Values("xbyak", "llvm"),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, CompiledTileKernels,
+                         ::testing::Values(CompiledKernels{"xbyak", convjit::jit::Isa::Avx2Fma},
+                                           CompiledKernels{"xbyak", convjit::jit::Isa::Avx512},
+                                           CompiledKernels{"llvm", convjit::jit::Isa::Avx2Fma}),
+                         [](const ::testing::TestParamInfo<CompiledKernels>& info) { return info.param.name(); });
 
 }  // namespace
 }  // namespace convjit::testing::jit

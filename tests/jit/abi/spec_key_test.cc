@@ -67,6 +67,10 @@ TEST(SpecKey, NamesSayOpShapeAndIsa) {
   EXPECT_EQ(key_of(conv(1, H, 1, 8, 64, 1, {40, 1, 1}, {5, 1, 1}, {1, 1, 1}, {0, 0, 0}, {2, 1, 1})).name(),
             "conv1d_fwd_f32_k5_s1_d2_nhwc_oc32up__avx2");
   EXPECT_EQ(key_of(conv(2, C, 1, 8, 16, 1, {20, 20, 1}, {3, 1, 1}, {1, 2, 1})).name(), "conv2d_fwd_f32_k3x1_s1x2__avx2");
+  jit::SpecKey wide = key_of(conv(2, C, 1, 8, 16, 1, {20, 20, 1}, {3, 3, 1}));
+  wide.isa = jit::Isa::Avx512;
+  EXPECT_EQ(wide.name(), "conv2d_fwd_f32_k3x3_s1__avx512");
+  EXPECT_FALSE(wide == key_of(conv(2, C, 1, 8, 16, 1, {20, 20, 1}, {3, 3, 1}))) << "the ISA is part of the key";
 }
 
 }  // namespace

@@ -1,51 +1,96 @@
-// jit/xbyak plans: the register blocking of each generator, for every key a sweep makes, within
-// the register budget its generator assumes (NCHW: accumulators and inputs within 12 of the 16
-// ymm registers, leaving the weight broadcast and at stride 2 the shuffle temporaries; NHWC: 12
-// accumulators), channel blocks within the key's channel class, rows the kernel takes at least
-// one full block long.
+// jit/xbyak plans: for every key a sweep makes, on each ISA (plans are pure functions of the key,
+// so an ISA the host lacks is planned too): the register map fits the ISA's vectors, channel
+// blocks stay within the key's channel class, rows the kernel takes hold at least one full block,
+// and the code buffer grows with the taps.
 #include <gtest/gtest.h>
 
 #include "conv_fwd_nchw.hpp"
 #include "conv_fwd_nhwc.hpp"
+#include "emit.hpp"
 #include "geometry.hpp"
 #include "support/random_shapes.hpp"
 
 namespace convjit::testing {
 namespace {
 
-constexpr int kYmmRegisters = 16;
-constexpr int kFloatsPerYmm = 8;
+constexpr jit::Isa kIsas[] = {jit::Isa::Avx2Fma, jit::Isa::Avx512};
 
-TEST(XbyakPlans, EveryKeyOfASweepFitsTheRegisterBudget) {
-  int nchw = 0, nhwc = 0;
+std::vector<ConvDims> sweep() {
   std::vector<ConvDims> shapes = random_conv_sweep(0x9A7, 300);
   for (const ConvDims& d : random_conv_sweep(0x9A8, 100, wide_channel_limits())) shapes.push_back(d);
-  for (const ConvDims& d : shapes) {
-    detail::ConvGeometry g;
-    ASSERT_TRUE(detail::make_conv_geometry(d.to_c(), &g).ok());
-    const jit::SpecKey key = jit::make_spec_key(g, d.rank, false, jit::Isa::Avx2Fma, false);
-    if (key.layout == CONVJIT_NCHW) {
-      if (!jit::xbyak::nchw_unsupported_reason(key).empty()) continue;
-      ++nchw;
-      const jit::xbyak::NchwPlan plan = jit::xbyak::plan_nchw(key);
-      EXPECT_GE(plan.oc_block, 1);
-      EXPECT_LE(plan.oc_block, std::min(key.oc_class, 4)) << key.name();
-      const int inputs = key.stride[2] == 1 ? plan.vectors : 2 * plan.vectors;
-      const int reserved = key.stride[2] == 1 ? 1 : 4;  // broadcast; at stride 2 also shuffles and mask
-      EXPECT_LE(plan.oc_block * plan.vectors + std::min(inputs, plan.vectors) + reserved, kYmmRegisters) << key.name();
-      EXPECT_LE(plan.oc_block * plan.vectors, 12) << key.name();
-      EXPECT_GE(jit::xbyak::nchw_min_row_pixels(plan), 2 * kFloatsPerYmm) << key.name();
-    } else {
-      if (!jit::xbyak::nhwc_unsupported_reason(key).empty()) continue;
-      ++nhwc;
-      const jit::xbyak::NhwcPlan plan = jit::xbyak::plan_nhwc(key);
-      EXPECT_EQ(plan.oc_block(), plan.vectors * kFloatsPerYmm);
-      EXPECT_LE(plan.oc_block(), key.oc_class) << key.name();
-      EXPECT_EQ(plan.pixels * plan.vectors, 12) << key.name();
+  return shapes;
+}
+
+jit::SpecKey key_of(const ConvDims& d, jit::Isa isa) {
+  detail::ConvGeometry g;
+  EXPECT_TRUE(detail::make_conv_geometry(d.to_c(), &g).ok());
+  return jit::make_spec_key(g, d.rank, false, isa, false);
+}
+
+// Calls check(key, plan, traits) for the sweep's keys of `layout` that `plan_of` plans, on each
+// ISA; at least 50 of them per ISA.
+template <typename PlanOf, typename Check>
+void for_each_plan(Layout layout, PlanOf plan_of, Check check) {
+  for (jit::Isa isa : kIsas) {
+    int planned = 0;
+    for (const ConvDims& d : sweep()) {
+      if (d.layout != layout) continue;
+      const jit::SpecKey key = key_of(d, isa);
+      const auto plan = plan_of(key);
+      EXPECT_EQ(plan.isa.isa, isa);
+      if (!plan.unsupported.empty()) continue;
+      ++planned;
+      check(key, plan, jit::xbyak::traits_of(isa));
     }
+    EXPECT_GE(planned, 50) << jit::isa_name(isa);
   }
-  EXPECT_GE(nchw, 50);
-  EXPECT_GE(nhwc, 50);
+}
+
+TEST(XbyakPlans, NchwPlansFitTheIsasRegisters) {
+  for_each_plan(Layout::NCHW, jit::xbyak::plan_nchw,
+                [](const jit::SpecKey& key, const jit::xbyak::NchwPlan& plan, const jit::xbyak::IsaTraits& traits) {
+                  EXPECT_GE(plan.oc_block, 1);
+                  EXPECT_LE(plan.oc_block, std::min(key.oc_class, 4)) << key.name();
+                  EXPECT_GE(plan.vectors, 2) << key.name();
+                  EXPECT_LE(plan.vector_registers_used, traits.vector_registers) << key.name();
+                  // Accumulators, inputs, the broadcast; at stride 2 the load halves and their helper.
+                  const int fixed = key.stride[2] == 1 ? 1 : 4;
+                  EXPECT_EQ(plan.vector_registers_used, plan.oc_block * plan.vectors + plan.vectors + fixed)
+                      << key.name();
+                  EXPECT_EQ(plan.min_row_pixels, 2 * traits.lanes) << key.name();
+                  EXPECT_EQ(plan.rolled_rows, key.kernel[1] >= jit::xbyak::kRolledKernelRows) << key.name();
+                  EXPECT_GE(plan.code_bytes,
+                            jit::xbyak::kFrameCodeBytes + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]) * 100)
+                      << key.name();
+                });
+}
+
+TEST(XbyakPlans, NhwcPlansFitTheIsasRegisters) {
+  for_each_plan(Layout::NHWC, jit::xbyak::plan_nhwc,
+                [](const jit::SpecKey& key, const jit::xbyak::NhwcPlan& plan, const jit::xbyak::IsaTraits& traits) {
+                  EXPECT_EQ(plan.oc_block(), plan.vectors * traits.lanes);
+                  EXPECT_LE(plan.oc_block(), key.oc_class) << key.name();
+                  EXPECT_GE(plan.pixels * plan.vectors, 12) << key.name();  // enough chains to hide the FMA latency
+                  EXPECT_LE(plan.vector_registers_used, traits.vector_registers) << key.name();
+                  EXPECT_LE(plan.pixel_groups, 4) << key.name();
+                  EXPECT_EQ(plan.pixel_groups, (plan.pixels + 2) / 3) << key.name();
+                  EXPECT_EQ(plan.embedded_broadcast, traits.opmask && plan.vectors == 1) << key.name();
+                  EXPECT_EQ(plan.min_row_pixels(), plan.pixels);
+                  // The two temporaries are the last two vectors: free once the reduction is done, but no
+                  // accumulator may live there.
+                  EXPECT_LE(plan.pixels * plan.vectors, traits.vector_registers - 2) << key.name();
+                });
+}
+
+TEST(XbyakPlans, KeysTheGeneratorsCannotEmitAreRefusedWithAReason) {
+  for (jit::Isa isa : kIsas) {
+    const jit::SpecKey nhwc = key_of(conv(2, Layout::NHWC, 1, 8, 16, 1, {20, 20, 1}, {3, 3, 1}), isa);
+    EXPECT_EQ(jit::xbyak::plan_nchw(nhwc).unsupported, "not NCHW");
+    EXPECT_EQ(jit::xbyak::plan_nhwc(nhwc).unsupported, "");
+    const jit::SpecKey stride3 = key_of(conv(2, Layout::NCHW, 1, 8, 16, 1, {20, 20, 1}, {3, 3, 1}, {3, 3, 1}), isa);
+    EXPECT_EQ(jit::xbyak::plan_nchw(stride3).unsupported, "NCHW kernels support stride 1 or 2 along W");
+    EXPECT_EQ(jit::xbyak::plan_nhwc(stride3).unsupported, "not NHWC");
+  }
 }
 
 // A valid problem can pad its way to a dilation whose product with the kernel does not fit int64
@@ -60,9 +105,9 @@ TEST(XbyakPlans, KeysWhoseDilatedExtentIsTooLargeAreRefused) {
     return jit::make_spec_key(g, 1, false, jit::Isa::Avx2Fma, false);
   };
   const int64_t huge = int64_t(1) << 62;
-  EXPECT_EQ(jit::xbyak::nchw_unsupported_reason(key_for(2, huge, huge)), "kernel extent too large");
-  EXPECT_EQ(jit::xbyak::nchw_unsupported_reason(key_for(3, 30000, 60000)), "kernel extent too large");
-  EXPECT_EQ(jit::xbyak::nchw_unsupported_reason(key_for(3, 20000, 40000)), "");
+  EXPECT_EQ(jit::xbyak::plan_nchw(key_for(2, huge, huge)).unsupported, "kernel extent too large");
+  EXPECT_EQ(jit::xbyak::plan_nchw(key_for(3, 30000, 60000)).unsupported, "kernel extent too large");
+  EXPECT_EQ(jit::xbyak::plan_nchw(key_for(3, 20000, 40000)).unsupported, "");
 }
 
 }  // namespace

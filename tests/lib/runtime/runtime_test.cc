@@ -65,6 +65,7 @@ Policy eager_policy(bool specialize_sizes = false) {
   p.async = false;
   p.specialize_sizes = specialize_sizes;
   p.decline_slower = false;  // compile every configuration: kernel coverage, not speed
+  p.max_isa = Policy::from_environment().max_isa;  // CONVJIT_MAX_ISA=avx2 reruns the suite on AVX2 kernels
   return p;
 }
 
