@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "emit.hpp"
 
@@ -21,7 +22,7 @@ alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 alignas(64) const int32_t kEvenLanes[16] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
 constexpr uint32_t kAllButLastLane = 0x7FFF;  // the last stride-2 load, 16 lanes
 
-constexpr int kMaxVectors = 6;  // plan_nchw's widest block
+constexpr int kMaxVectors = 8;  // plan_nchw's widest block
 
 #define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
 #define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
@@ -142,12 +143,12 @@ class Generator : public CodeGenerator {
     jg(oc_loop, T_NEAR);
   }
 
-  // The segment's n = ceil(pixels / lanes) vectors go in blocks of the plan's size and, where n does
-  // not divide, of 2 (3-vector plans split n = 4 as 2 + 2 and 5 as 3 + 2: no block is mostly
-  // overlap; wider plans take what is left after their whole blocks 2 vectors at a time). The
-  // block that reaches the segment's end is moved back to end at its last pixel, recomputing
-  // (bitwise the same) a few outputs; a block is only moved back within a segment at least its
-  // size. Segments have at least min_row_pixels (two vectors), so the code holds two block sizes.
+  // The segment's n = ceil(pixels / lanes) vectors go in blocks of the plan's sizes, the largest
+  // that fits first, except that n = v + 1 goes as (v - 1) + 2 where the plan has v - 1 (with
+  // sizes 3 and 2, n = 4 is 2 + 2 and 5 is 3 + 2: no block is mostly overlap). The block that
+  // reaches the segment's end is moved back to end at its last pixel, recomputing (bitwise the
+  // same) a few outputs; a block is only moved back within a segment at least its size. Segments
+  // have at least min_row_pixels, the smallest block.
   void emit_pixel_loop() {
     Label next_block, done;
     Label block_of[kMaxVectors + 1];  // entry of the code for a block of v vectors
@@ -166,36 +167,38 @@ class Generator : public CodeGenerator {
       vpbroadcastd(reg_stride_helper(), Xmm(reg_stride_helper().getIdx()));
       vpcmpgtd(reg_stride_helper(), reg_stride_helper(), ptr[rax]);
     }
-    L(next_block);  // pixels left > 0: pick the block size from the vectors left
-    if (plan_.vectors == 3) {
-      lea(rax, ptr[reg_pixels_left + lanes_ - 1]);
-      shr(rax, plan_.isa.lanes_shift);
-      cmp(rax, 2);
-      jle(block_of[2], T_NEAR);
-      cmp(rax, 4);
-      je(block_of[2], T_NEAR);
-      // n = 3 and a partial last vector: a 3-vector block moved back needs a 24-pixel segment.
-      cmp(local(kPixels), 3 * lanes_);
-      jl(block_of[2], T_NEAR);
-    } else if (plan_.vectors > 3) {  // whole blocks, then the rest 2 vectors at a time
-      cmp(reg_pixels_left, lanes_ * plan_.vectors);
-      jl(block_of[2], T_NEAR);
-    }
-    for (int vectors = plan_.vectors; vectors >= 2; --vectors) {
-      if (vectors != plan_.vectors && vectors != 2) continue;
-      L(block_of[vectors]);
-      if (vectors <= 3) {  // wider blocks are only ever taken whole
-        Label whole;
-        cmp(reg_pixels_left, lanes_ * vectors);
-        jge(whole, T_NEAR);
-        mov(rax, reg_pixels_left);  // the last block, short: back by lanes*vectors - left pixels
-        sub(rax, lanes_ * vectors);
-        lea(reg_y, ptr[reg_y + rax * 4]);
-        imul(rax, rax, int(kFloatBytes * key_.stride[2]));
-        add(reg_x_block, rax);
-        mov(reg_pixels_left, lanes_ * vectors);
-        L(whole);
+    L(next_block);  // pixels left > 0: pick the block size from the vectors left, n
+    const std::vector<int>& sizes = plan_.block_vectors;
+    const auto has_size = [&](int v) { return std::find(sizes.begin(), sizes.end(), v) != sizes.end(); };
+    lea(rax, ptr[reg_pixels_left + lanes_ - 1]);
+    shr(rax, plan_.isa.lanes_shift);
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      const int vectors = sizes[i];
+      Label smaller;
+      cmp(rax, vectors);
+      jl(smaller, T_NEAR);
+      if (has_size(vectors - 1)) {  // n = vectors + 1 goes as (vectors - 1) + 2, not vectors + 1 + 1
+        cmp(rax, vectors + 1);
+        je(smaller, T_NEAR);
       }
+      cmp(local(kPixels), lanes_ * vectors);  // a block moved back stays within the segment
+      jl(smaller, T_NEAR);
+      jmp(block_of[vectors], T_NEAR);
+      L(smaller);
+    }
+    if (sizes.size() > 1) jmp(block_of[sizes.back()], T_NEAR);  // the smallest takes what is left
+    for (int vectors : sizes) {
+      L(block_of[vectors]);
+      Label whole;
+      cmp(reg_pixels_left, lanes_ * vectors);
+      jge(whole, T_NEAR);
+      mov(rax, reg_pixels_left);  // the last block, short: back by lanes*vectors - left pixels
+      sub(rax, lanes_ * vectors);
+      lea(reg_y, ptr[reg_y + rax * 4]);
+      imul(rax, rax, int(kFloatBytes * key_.stride[2]));
+      add(reg_x_block, rax);
+      mov(reg_pixels_left, lanes_ * vectors);
+      L(whole);
       emit_block(vectors);
       add(reg_x_block, int(vector_bytes_ * vectors * key_.stride[2]));
       add(reg_y, vector_bytes_ * vectors);
@@ -369,20 +372,29 @@ NchwPlan plan_nchw(const SpecKey& key) {
   else if (key.stride[2] != 1 && key.stride[2] != 2) plan.unsupported = "NCHW kernels support stride 1 or 2 along W";
   else plan.unsupported = common_unsupported_reason(key);
   if (!plan.unsupported.empty()) return plan;
-  // At most 12 accumulators + inputs, leaving the weight broadcast and at stride 2 the load halves
-  // and their helper: within AVX2's 16 vectors. 12 accumulators hide the FMA latency on both
-  // ports of every CPU here; the ratio of loads to FMAs is the ISA's too.
+  // AVX2: at most 12 accumulators + inputs, leaving the weight broadcast and at stride 2 the load
+  // halves and their helper within the 16 vectors. AVX-512's 32 take 4 channels x up to 4 vectors
+  // at either stride: rows of 56 pixels go as 4 vectors, not 2 + 2.
+  const bool avx512 = plan.isa.isa == Isa::Avx512;
   switch (key.oc_class) {
-    case 1: plan.oc_block = 1, plan.vectors = 6; break;
-    case 2: plan.oc_block = 2, plan.vectors = 4; break;
-    case 3: plan.oc_block = 3, plan.vectors = 3; break;
-    default: plan.oc_block = 4, plan.vectors = key.stride[2] == 1 ? 3 : 2;  // 12 FMAs per 7 loads, or 8 per 6
+    case 1: plan.oc_block = 1, plan.block_vectors = {6, 2}; break;
+    case 2: plan.oc_block = 2, plan.block_vectors = {4, 2}; break;
+    case 3: plan.oc_block = 3, plan.block_vectors = {3, 2}; break;
+    default:  // 12 FMAs per 7 loads, or 8 per 6
+      plan.oc_block = 4;
+      if (avx512)
+        plan.block_vectors = {4, 3, 2};
+      else
+        plan.block_vectors = key.stride[2] == 1 ? std::vector<int>{3, 2} : std::vector<int>{2};
   }
+  plan.vectors = plan.block_vectors.front();
   plan.rolled_rows = key.kernel[1] >= kRolledKernelRows;
-  plan.min_row_pixels = 2 * plan.isa.lanes;  // the smallest block: see emit_pixel_loop
+  plan.min_row_pixels = int64_t(plan.block_vectors.back()) * plan.isa.lanes;  // see emit_pixel_loop
   plan.vector_registers_used = plan.oc_block * plan.vectors + plan.vectors + (key.stride[2] == 1 ? 1 : 4);
   // A tap's block of one vector takes at most ~100 bytes with VEX, ~130 with EVEX.
-  plan.code_bytes = code_buffer_bytes(key, plan.vectors, plan.isa.opmask ? 160 : 128);
+  int emitted_vectors = 0;  // over the block sizes' copies of the taps
+  for (int v : plan.block_vectors) emitted_vectors += v;
+  plan.code_bytes = code_buffer_bytes(key, emitted_vectors, plan.isa.opmask ? 160 : 128);
   return plan;
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend.hpp"
 #include "isa_traits.hpp"
@@ -17,8 +18,9 @@ namespace convjit::jit::xbyak {
 struct NchwPlan {
   IsaTraits isa;
   int oc_block = 0, vectors = 0;  // register block: oc_block channels x vectors of isa.lanes pixels
+  std::vector<int> block_vectors; // the blocks the pixel loop emits, widest (= vectors) first
   bool rolled_rows = false;       // kernel rows in a run-time loop (tall kernels), else unrolled
-  int64_t min_row_pixels = 0;     // two vectors: shorter segments go to the generic tile
+  int64_t min_row_pixels = 0;     // the smallest block: shorter segments go to the generic tile
   size_t code_bytes = 0;          // the code buffer: frame + an upper bound per unrolled tap block
   int vector_registers_used = 0;  // within isa.vector_registers
   std::string unsupported;        // why the key is not generated, or empty
