@@ -3,6 +3,7 @@
 #include <xbyak/xbyak.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -365,6 +366,10 @@ class Generator : public CodeGenerator {
 
 }  // namespace
 
+int64_t nchw_min_row_pixels(Isa isa) {
+  return 2 * traits_of(isa).lanes;  // every plan's smallest block is 2 vectors
+}
+
 NchwPlan plan_nchw(const SpecKey& key) {
   NchwPlan plan;
   plan.isa = traits_of(key.isa);
@@ -390,6 +395,7 @@ NchwPlan plan_nchw(const SpecKey& key) {
   plan.vectors = plan.block_vectors.front();
   plan.rolled_rows = key.kernel[1] >= kRolledKernelRows;
   plan.min_row_pixels = int64_t(plan.block_vectors.back()) * plan.isa.lanes;  // see emit_pixel_loop
+  assert(plan.min_row_pixels == nchw_min_row_pixels(key.isa));
   plan.vector_registers_used = plan.oc_block * plan.vectors + plan.vectors + (key.stride[2] == 1 ? 1 : 4);
   // A tap's block of one vector takes at most ~100 bytes with VEX, ~130 with EVEX.
   int emitted_vectors = 0;  // over the block sizes' copies of the taps

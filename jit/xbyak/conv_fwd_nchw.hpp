@@ -26,6 +26,8 @@ struct NchwPlan {
   std::string unsupported;        // why the key is not generated, or empty
 };
 NchwPlan plan_nchw(const SpecKey& key);
+// The plans' smallest block (the backend's ISA choice reads it without planning).
+int64_t nchw_min_row_pixels(Isa isa);
 
 bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string* error);
 

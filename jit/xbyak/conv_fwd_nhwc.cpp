@@ -3,8 +3,10 @@
 #include <xbyak/xbyak.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "emit.hpp"
 
@@ -148,56 +150,74 @@ class Generator : public CodeGenerator {
     }
   }
 
-  // Blocks of plan.pixels; a segment that does not divide evenly ends with a block moved back to
-  // end at its last pixel, recomputing (bitwise the same) a few outputs. The driver gives
-  // segments of at least one block.
+  // Blocks of the plan's pixel counts, the largest that fits first; a segment that does not
+  // divide evenly ends with a block of the smallest count moved back to end at its last pixel,
+  // recomputing (bitwise the same) a few outputs. The driver gives segments of at least one
+  // smallest block.
   void emit_pixel_loop() {
-    const int block = plan_.pixels;
-    Label loop, full, done;
+    const std::vector<int>& sizes = plan_.block_pixels;
+    Label next, done;
+    std::vector<Label> block_of(sizes.size());
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
-    L(loop);
-    emit_block();
-    sub(reg_pixels_left, block);
-    jz(done, T_NEAR);
-    cmp(reg_pixels_left, block);
-    jge(full, T_NEAR);
-    mov(rax, reg_pixels_left);  // fewer than a block left: step by what is left
-    imul(rax, reg_pixel_step);
-    add(reg_x_block, rax);
-    mov(rax, reg_pixels_left);
-    imul(rax, local(kYPixelBytes));
-    add(reg_y, rax);
-    mov(reg_pixels_left, block);
-    jmp(loop, T_NEAR);
-    L(full);
-    if (block == 3) {
-      add(reg_x_block, reg_pixel_step3);
-    } else if (block % 3 == 0 && (block == 6 || block == 12 || block == 24)) {
-      lea(rax, ptr[reg_pixel_step3 * (block / 3)]);
-      add(reg_x_block, rax);
-    } else {
-      imul(rax, reg_pixel_step, block);
-      add(reg_x_block, rax);
+    L(next);
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      cmp(reg_pixels_left, sizes[i]);
+      jge(block_of[i], T_NEAR);
     }
-    mov(rax, local(kYPixelBytes));
-    imul(rax, rax, block);
-    add(reg_y, rax);
-    jmp(loop, T_NEAR);
+    for (size_t i = sizes.size(); i-- > 0;) {  // the smallest first: it falls through from the choice
+      const int pixels = sizes[i];
+      L(block_of[i]);
+      if (i + 1 == sizes.size()) {
+        Label whole;
+        cmp(reg_pixels_left, pixels);
+        jge(whole, T_NEAR);
+        mov(rax, reg_pixels_left);  // fewer than a block left: back by pixels - left
+        sub(rax, pixels);
+        mov(rdx, rax);
+        imul(rdx, local(kYPixelBytes));
+        add(reg_y, rdx);
+        imul(rax, reg_pixel_step);
+        add(reg_x_block, rax);
+        mov(reg_pixels_left, pixels);
+        L(whole);
+      }
+      emit_block(pixels);
+      emit_advance_pixels(pixels);
+      sub(reg_pixels_left, pixels);
+      jg(next, T_NEAR);
+      jmp(done, T_NEAR);
+    }
     L(done);
   }
 
-  void emit_block() {
-    for (int px = 0; px < plan_.pixels; ++px) {
+  // x and y on by `pixels` pixels.
+  void emit_advance_pixels(int pixels) {
+    if (pixels == 3) {
+      add(reg_x_block, reg_pixel_step3);
+    } else if (pixels == 6 || pixels == 12 || pixels == 24) {
+      lea(rax, ptr[reg_pixel_step3 * (pixels / 3)]);
+      add(reg_x_block, rax);
+    } else {
+      imul(rax, reg_pixel_step, pixels);
+      add(reg_x_block, rax);
+    }
+    mov(rax, local(kYPixelBytes));
+    imul(rax, rax, pixels);
+    add(reg_y, rax);
+  }
+
+  void emit_block(int pixels) {
+    for (int px = 0; px < pixels; ++px) {
       for (int v = 0; v < plan_.vectors; ++v) vxorps(acc(px, v), acc(px, v), acc(px, v));
     }
     mov(reg_weights, local(kPackedWeights));
-    emit_taps();
-    emit_store();
+    emit_taps(pixels);
+    emit_store(pixels);
   }
 
   // Taps in OHWI order (kd, kh, kw), each reducing over the input channels.
-  void emit_taps() {
+  void emit_taps(int pixels) {
     const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
     auto start_reversed = [&](const Reg64& target, const Operand& step, int64_t n) {
       if (!key_.flip || n <= 1) return;
@@ -217,7 +237,7 @@ class Generator : public CodeGenerator {
         start_reversed(reg_tap, reg_col_step, kw_n);
         for (int64_t kw = 0; kw < kw_n; ++kw) {
           if (kw > 0) advance(reg_tap, reg_col_step);
-          emit_ic_loop();
+          emit_ic_loop(pixels);
         }
       };
       if (!plan_.rolled_rows) {
@@ -246,8 +266,9 @@ class Generator : public CodeGenerator {
     return within == 0 ? RegExp(base) : base + reg_pixel_step * within;
   }
 
-  void emit_ic_loop() {
-    for (int group = 0; group < plan_.pixel_groups; ++group) {
+  void emit_ic_loop(int pixels) {
+    const int groups = (pixels + 2) / 3;
+    for (int group = 0; group < groups; ++group) {
       if (group == 0) mov(reg_in[0], reg_tap);
       else if (group == 3) lea(reg_in[3], ptr[reg_in[1] + reg_pixel_step3 * 2]);
       else lea(reg_in[group], ptr[reg_tap + reg_pixel_step3 * group]);
@@ -257,7 +278,7 @@ class Generator : public CodeGenerator {
     L(loop);
     if (plan_.weights_held) {
       for (int v = 0; v < plan_.vectors; ++v) vmovups(weight(v), ptr[reg_weights + vector_bytes_ * v]);
-      for (int px = 0; px < plan_.pixels; ++px) {
+      for (int px = 0; px < pixels; ++px) {
         if (plan_.embedded_broadcast) {
           vfmadd231ps(acc(px, 0), weight(0), ptr_b[input_at(px)]);
           continue;
@@ -266,19 +287,19 @@ class Generator : public CodeGenerator {
         for (int v = 0; v < plan_.vectors; ++v) vfmadd231ps(acc(px, v), input(px), weight(v));
       }
     } else {
-      for (int px = 0; px < plan_.pixels; ++px) vbroadcastss(input(px), ptr[input_at(px)]);
+      for (int px = 0; px < pixels; ++px) vbroadcastss(input(px), ptr[input_at(px)]);
       for (int v = 0; v < plan_.vectors; ++v) {
         vmovups(weight(v), ptr[reg_weights + vector_bytes_ * v]);
-        for (int px = 0; px < plan_.pixels; ++px) vfmadd231ps(acc(px, v), input(px), weight(v));
+        for (int px = 0; px < pixels; ++px) vfmadd231ps(acc(px, v), input(px), weight(v));
       }
     }
-    for (int group = 0; group < plan_.pixel_groups; ++group) add(reg_in[group], kFloatBytes);
+    for (int group = 0; group < groups; ++group) add(reg_in[group], kFloatBytes);
     add(reg_weights, kFloatBytes * plan_.oc_block());
     dec(reg_ic);
     jnz(loop, T_NEAR);
   }
 
-  void emit_store() {
+  void emit_store(int pixels) {
     Label no_bias;
     mov(rax, local(kBias));
     test(rax, rax);
@@ -290,12 +311,12 @@ class Generator : public CodeGenerator {
         vmovups(reg_tmp_b, mask(v));
         vmaskmovps(reg_tmp_a, reg_tmp_b, ptr[rax + vector_bytes_ * v]);
       }
-      for (int px = 0; px < plan_.pixels; ++px) vaddps(acc(px, v), acc(px, v), reg_tmp_a);
+      for (int px = 0; px < pixels; ++px) vaddps(acc(px, v), acc(px, v), reg_tmp_a);
     }
     L(no_bias);
     if (key_.relu) {
       vxorps(reg_tmp_a, reg_tmp_a, reg_tmp_a);
-      for (int px = 0; px < plan_.pixels; ++px) {
+      for (int px = 0; px < pixels; ++px) {
         for (int v = 0; v < plan_.vectors; ++v) vmaxps(acc(px, v), reg_tmp_a, acc(px, v));  // keeps NaN
       }
     }
@@ -306,7 +327,7 @@ class Generator : public CodeGenerator {
     mov(rdx, local(kYPixelBytes));
     cmp(local(kPartialBlock), 0);
     jne(masked, T_NEAR);
-    for (int px = 0; px < plan_.pixels; ++px) {
+    for (int px = 0; px < pixels; ++px) {
       if (px > 0) add(rax, rdx);
       for (int v = 0; v < plan_.vectors; ++v) vmovups(ptr[rax + vector_bytes_ * v], acc(px, v));
     }
@@ -315,7 +336,7 @@ class Generator : public CodeGenerator {
     for (int v = 0; v < plan_.vectors; ++v) {
       if (!plan_.isa.opmask) vmovups(reg_tmp_b, mask(v));
       mov(rcx, rax);
-      for (int px = 0; px < plan_.pixels; ++px) {
+      for (int px = 0; px < pixels; ++px) {
         if (px > 0) add(rcx, rdx);
         if (plan_.isa.opmask)
           vmovups(ptr[rcx + vector_bytes_ * v] | channel_mask(v), acc(px, v));
@@ -341,21 +362,24 @@ class Generator : public CodeGenerator {
 
 }  // namespace
 
+int64_t nhwc_min_row_pixels(Isa isa, int32_t oc_class) {
+  return isa == Isa::Avx512 || oc_class < kNhwcWideClass ? 6 : 3;
+}
+
 NhwcPlan plan_nhwc(const SpecKey& key) {
   NhwcPlan plan;
   plan.isa = traits_of(key.isa);
   plan.unsupported = key.layout != CONVJIT_NHWC ? "not NHWC" : common_unsupported_reason(key);
   if (!plan.unsupported.empty()) return plan;
-  const bool wide = key.oc_class >= kNhwcWideClass;
-  if (plan.isa.isa == Isa::Avx512) {
-    // 32 vectors: 12 pixels (a quarter of the input broadcasts per FMA of 3) of one or two
-    // vectors; with one, each input broadcast serves one FMA and is folded into it.
-    plan.pixels = 12, plan.vectors = wide ? 2 : 1;
-  } else {
-    // 16 vectors: 12 accumulators; the wide block broadcasts 3 inputs per 12 FMAs instead of 6
-    // (bench/RESULTS.md, "Why the tier rules ...").
-    plan.pixels = wide ? 3 : 6, plan.vectors = wide ? 4 : 2;
-  }
+  // AVX-512: rows shorter than 12, and row ends, take 6-pixel blocks.
+  plan.block_pixels = key.isa == Isa::Avx512 ? std::vector<int>{12, 6} : std::vector<int>{int(nhwc_min_row_pixels(key.isa, key.oc_class))};
+  assert(plan.min_row_pixels() == nhwc_min_row_pixels(key.isa, key.oc_class));
+  // AVX-512: 12 pixels (a quarter of the input broadcasts per FMA of 3) of one or two vectors;
+  // with one, each input broadcast serves one FMA and is folded into it. AVX2: 12 accumulators;
+  // the wide block broadcasts 3 inputs per 12 FMAs instead of 6 (bench/RESULTS.md, "Why the tier
+  // rules ...").
+  plan.vectors = key.oc_class >= kNhwcWideClass ? (key.isa == Isa::Avx512 ? 2 : 4) : (key.isa == Isa::Avx512 ? 1 : 2);
+  plan.pixels = plan.block_pixels.front();
   plan.weights_held = plan.vectors <= 2;
   plan.embedded_broadcast = plan.isa.opmask && plan.vectors == 1;
   plan.pixel_groups = (plan.pixels + 2) / 3;
@@ -366,7 +390,7 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
   const int fmas = plan.pixels * plan.vectors;
   const int loads = plan.vectors + (plan.embedded_broadcast ? 0 : plan.pixels);
   const int steps = 2 * plan.pixel_groups + 5;
-  plan.code_bytes = code_buffer_bytes(key, 1, size_t(12 * (fmas + loads + steps)));
+  plan.code_bytes = code_buffer_bytes(key, int64_t(plan.block_pixels.size()), size_t(12 * (fmas + loads + steps)));
   return plan;
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend.hpp"
 #include "isa_traits.hpp"
@@ -19,6 +20,7 @@ namespace convjit::jit::xbyak {
 struct NhwcPlan {
   IsaTraits isa;
   int pixels = 0, vectors = 0;      // register block: pixels x vectors of isa.lanes channels
+  std::vector<int> block_pixels;    // the blocks the pixel loop emits, widest (= pixels) first
   bool weights_held = false;        // the weight vectors stay over the block's pixels, else its inputs do
   bool embedded_broadcast = false;  // one vector: each input is used once, broadcast inside its FMA
   int pixel_groups = 0;             // input pointers, one per 3 pixels (x86 scales 1 and 2)
@@ -27,9 +29,11 @@ struct NhwcPlan {
   int vector_registers_used = 0;    // within isa.vector_registers
   std::string unsupported;          // why the key is not generated, or empty
   int oc_block() const { return isa.lanes * vectors; }
-  int64_t min_row_pixels() const { return pixels; }  // segments of at least one block
+  int64_t min_row_pixels() const { return block_pixels.back(); }  // segments of at least one block
 };
 NhwcPlan plan_nhwc(const SpecKey& key);
+// The plans' smallest block (the backend's ISA choice reads it without planning).
+int64_t nhwc_min_row_pixels(Isa isa, int32_t oc_class);
 
 bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error);
 

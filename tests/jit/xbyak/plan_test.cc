@@ -4,6 +4,8 @@
 // and the code buffer grows with the taps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "conv_fwd_nchw.hpp"
 #include "conv_fwd_nhwc.hpp"
 #include "emit.hpp"
@@ -58,6 +60,11 @@ TEST(XbyakPlans, NchwPlansFitTheIsasRegisters) {
                   EXPECT_EQ(plan.vector_registers_used, plan.oc_block * plan.vectors + plan.vectors + fixed)
                       << key.name();
                   EXPECT_EQ(plan.min_row_pixels, 2 * traits.lanes) << key.name();
+      EXPECT_EQ(plan.min_row_pixels, jit::xbyak::nchw_min_row_pixels(key.isa)) << key.name();
+      ASSERT_FALSE(plan.block_vectors.empty()) << key.name();
+      EXPECT_EQ(plan.block_vectors.front(), plan.vectors) << key.name();
+      EXPECT_EQ(plan.block_vectors.back(), 2) << key.name();
+      EXPECT_TRUE(std::is_sorted(plan.block_vectors.rbegin(), plan.block_vectors.rend())) << key.name();
                   EXPECT_EQ(plan.rolled_rows, key.kernel[1] >= jit::xbyak::kRolledKernelRows) << key.name();
                   EXPECT_GE(plan.code_bytes,
                             jit::xbyak::kFrameCodeBytes + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]) * 100)
@@ -75,7 +82,11 @@ TEST(XbyakPlans, NhwcPlansFitTheIsasRegisters) {
                   EXPECT_LE(plan.pixel_groups, 4) << key.name();
                   EXPECT_EQ(plan.pixel_groups, (plan.pixels + 2) / 3) << key.name();
                   EXPECT_EQ(plan.embedded_broadcast, traits.opmask && plan.vectors == 1) << key.name();
-                  EXPECT_EQ(plan.min_row_pixels(), plan.pixels);
+                  ASSERT_FALSE(plan.block_pixels.empty()) << key.name();
+      EXPECT_EQ(plan.block_pixels.front(), plan.pixels) << key.name();
+      EXPECT_TRUE(std::is_sorted(plan.block_pixels.rbegin(), plan.block_pixels.rend())) << key.name();
+      EXPECT_EQ(plan.min_row_pixels(), plan.block_pixels.back()) << key.name();
+      EXPECT_EQ(plan.min_row_pixels(), jit::xbyak::nhwc_min_row_pixels(key.isa, key.oc_class)) << key.name();
                   // The two temporaries are the last two vectors: free once the reduction is done, but no
                   // accumulator may live there.
                   EXPECT_LE(plan.pixels * plan.vectors, traits.vector_registers - 2) << key.name();
