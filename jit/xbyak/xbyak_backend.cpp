@@ -25,17 +25,16 @@ class XbyakBackend : public Backend {
     return {};
   }
 
-  // The widest ISA the host and the cap allow, unless its kernel would leave the problem's rows
-  // to the generic tile where AVX2's takes them (NCHW rows of 16-31 pixels that are not
-  // flattened: AVX-512's smallest block is 32 pixels). jit/README.md: "Which ISA a kernel gets".
+  // The widest ISA the host and the cap allow, unless the problem's rows are shorter than that
+  // kernel's smallest block and not flattened (AVX-512's NCHW blocks are 32 pixels, AVX2's 16):
+  // its rows would all go to the generic tile. jit/README.md: "Which ISA a kernel gets".
   Isa isa_for(const convjit_conv_problem& p, Isa cap) const override {
     if (cap < Isa::Avx512 || !xbyak::host_supports(Isa::Avx512)) return Isa::Avx2Fma;
     if (flattens_rows(p)) return Isa::Avx512;
     const int32_t oc_class = p.oc_per_group >= kNhwcWideClass ? kNhwcWideClass : kNhwcNarrowClass;
-    auto min_row = [&](Isa isa) {
-      return p.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(isa) : xbyak::nhwc_min_row_pixels(isa, oc_class);
-    };
-    return p.out[2] < min_row(Isa::Avx512) && p.out[2] >= min_row(Isa::Avx2Fma) ? Isa::Avx2Fma : Isa::Avx512;
+    const int64_t min_row = p.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(Isa::Avx512)
+                                                     : xbyak::nhwc_min_row_pixels(Isa::Avx512, oc_class);
+    return p.out[2] < min_row ? Isa::Avx2Fma : Isa::Avx512;
   }
 
   // Row kernels block pixels along W (jit/abi/backend.hpp: short_rows_reason). NHWC kernels block 16

@@ -26,7 +26,7 @@ std::vector<ConvDims> isa_sweep() {
   long_rows.max_in_size[0] = 200;
   long_rows.max_in_size[1] = 72;
   long_rows.max_multiply_adds = 1500000;
-  for (const ConvDims& d : random_conv_sweep(0x15A1, 120, long_rows)) shapes.push_back(d);
+  for (const ConvDims& d : random_conv_sweep(0x15A1, 240, long_rows)) shapes.push_back(d);
   return shapes;
 }
 
