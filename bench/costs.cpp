@@ -111,7 +111,10 @@ void bm_dispatch(benchmark::State& st, Problem* p, convjit::Backend backend, boo
 #if defined(CONVJIT_HAVE_XBYAK)
   if (backend != convjit::Backend::None && !stats.configurations.empty() && stats.configurations[0].state == "jit") {
     std::string error;
-    const auto key = convjit::jit::make_spec_key(g, params.rank, false, convjit::jit::Isa::Avx2Fma, false);
+    const std::string& ran = stats.configurations[0].kernel;  // the ISA the runtime chose
+    const bool avx512 = ran.size() > 8 && ran.compare(ran.size() - 8, 8, "__avx512") == 0;
+    const auto key = convjit::jit::make_spec_key(g, params.rank, false,
+                                                 avx512 ? convjit::jit::Isa::Avx512 : convjit::jit::Isa::Avx2Fma, false);
     if (convjit::jit::make_xbyak_backend()->compile(key, &compiled, &error)) kernel = &compiled.kernel;
   }
 #endif
@@ -192,12 +195,15 @@ void register_all(const cb::ShapeSet& set) {
     convjit::detail::ConvGeometry g;
     const convjit_conv_params params = p->dims.to_c();
     if (!convjit::detail::make_conv_geometry(params, &g).ok()) continue;
-    const auto key = convjit::jit::make_spec_key(g, params.rank, false, convjit::jit::Isa::Avx2Fma, false);
-    keys.emplace(key.name(), key);
+    for (convjit::jit::Isa isa : {convjit::jit::Isa::Avx2Fma, convjit::jit::Isa::Avx512}) {
+      const auto key = convjit::jit::make_spec_key(g, params.rank, false, isa, false);
+      keys.emplace(key.name(), key);
+    }
   }
   for (const auto& [backend, make] : built_backends()) {
     for (const auto& [name, key] : keys) {
       if (backend == "llvm" && key.layout != CONVJIT_NCHW) continue;  // it generates NCHW kernels only
+      if (backend == "llvm" && key.isa != convjit::jit::Isa::Avx2Fma) continue;  // and AVX2 ones
       benchmark::RegisterBenchmark(("compile/" + backend + "/" + name).c_str(), bm_compile, make, key)
           ->Unit(benchmark::kMicrosecond);
     }

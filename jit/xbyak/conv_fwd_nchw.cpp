@@ -393,7 +393,9 @@ NchwPlan plan_nchw(const SpecKey& key) {
         plan.block_vectors = key.stride[2] == 1 ? std::vector<int>{3, 2} : std::vector<int>{2};
   }
   plan.vectors = plan.block_vectors.front();
-  plan.rolled_rows = key.kernel[1] >= kRolledKernelRows;
+  // AVX-512 emits three block sizes: its rows loop beyond 3 unrolled ones (3D), which keeps a
+  // compile within 50 us (bench/RESULTS.md).
+  plan.rolled_rows = key.kernel[1] >= kRolledKernelRows || (avx512 && key.kernel[0] * key.kernel[1] > 3);
   plan.min_row_pixels = int64_t(plan.block_vectors.back()) * plan.isa.lanes;  // see emit_pixel_loop
   assert(plan.min_row_pixels == nchw_min_row_pixels(key.isa));
   plan.vector_registers_used = plan.oc_block * plan.vectors + plan.vectors + (key.stride[2] == 1 ? 1 : 4);

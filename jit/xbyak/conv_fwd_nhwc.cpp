@@ -73,6 +73,7 @@ class Generator : public CodeGenerator {
     kYPixelBytes,
     kPackedWeights,
     kRowsLeft,
+    kColumnsLeft,
     kPartialBlock,  // nonzero: fewer channels than the block, stores are masked
     kPlaneStep,     // view steps along D and H, bytes: used once per kernel row
     kRowStep,
@@ -150,8 +151,9 @@ class Generator : public CodeGenerator {
     }
   }
 
-  // Blocks of the plan's pixel counts, the largest that fits first; a segment that does not
-  // divide evenly ends with a block of the smallest count moved back to end at its last pixel,
+  // Blocks of the plan's pixel counts: the largest that leaves nothing or at least a smallest
+  // block (rows of 7, 14, 28, 56 go in whole blocks of 12, 8, 7, 6), else the largest that fits;
+  // what is left at the segment's end goes in a smallest block moved back to end at its last pixel,
   // recomputing (bitwise the same) a few outputs. The driver gives segments of at least one
   // smallest block.
   void emit_pixel_loop() {
@@ -161,7 +163,14 @@ class Generator : public CodeGenerator {
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     L(next);
-    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    const int smallest = sizes.back();
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {  // a block that leaves nothing, or whole blocks' worth
+      cmp(reg_pixels_left, sizes[i]);
+      je(block_of[i], T_NEAR);
+      cmp(reg_pixels_left, sizes[i] + smallest);
+      jge(block_of[i], T_NEAR);
+    }
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {  // else the largest that fits
       cmp(reg_pixels_left, sizes[i]);
       jge(block_of[i], T_NEAR);
     }
@@ -235,10 +244,22 @@ class Generator : public CodeGenerator {
       auto emit_row = [&] {  // one kernel row's taps; the packed weights run on in k order
         mov(reg_tap, reg_row);
         start_reversed(reg_tap, reg_col_step, kw_n);
-        for (int64_t kw = 0; kw < kw_n; ++kw) {
-          if (kw > 0) advance(reg_tap, reg_col_step);
-          emit_ic_loop(pixels);
+        if (!plan_.rolled_columns || kw_n == 1) {
+          for (int64_t kw = 0; kw < kw_n; ++kw) {
+            if (kw > 0) advance(reg_tap, reg_col_step);
+            emit_ic_loop(pixels);
+          }
+          return;
         }
+        Label column_loop, last_column;
+        mov(local(kColumnsLeft), int(kw_n));
+        L(column_loop);
+        emit_ic_loop(pixels);
+        dec(local(kColumnsLeft));
+        jz(last_column, T_NEAR);
+        advance(reg_tap, reg_col_step);
+        jmp(column_loop, T_NEAR);
+        L(last_column);
       };
       if (!plan_.rolled_rows) {
         for (int64_t kh = 0; kh < kh_n; ++kh) {
@@ -371,8 +392,9 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
   plan.isa = traits_of(key.isa);
   plan.unsupported = key.layout != CONVJIT_NHWC ? "not NHWC" : common_unsupported_reason(key);
   if (!plan.unsupported.empty()) return plan;
-  // AVX-512: rows shorter than 12, and row ends, take 6-pixel blocks.
-  plan.block_pixels = key.isa == Isa::Avx512 ? std::vector<int>{12, 6} : std::vector<int>{int(nhwc_min_row_pixels(key.isa, key.oc_class))};
+  // AVX-512: 12-pixel blocks, and 8, 7 and 6 for short rows and row ends.
+  plan.block_pixels = key.isa == Isa::Avx512 ? std::vector<int>{12, 8, 7, 6}
+                                             : std::vector<int>{int(nhwc_min_row_pixels(key.isa, key.oc_class))};
   assert(plan.min_row_pixels() == nhwc_min_row_pixels(key.isa, key.oc_class));
   // AVX-512: 12 pixels (a quarter of the input broadcasts per FMA of 3) of one or two vectors;
   // with one, each input broadcast serves one FMA and is folded into it. AVX2: 12 accumulators;
@@ -383,14 +405,21 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
   plan.weights_held = plan.vectors <= 2;
   plan.embedded_broadcast = plan.isa.opmask && plan.vectors == 1;
   plan.pixel_groups = (plan.pixels + 2) / 3;
-  plan.rolled_rows = key.kernel[1] >= kRolledKernelRows;
+  // AVX-512's four block sizes would emit four copies of every tap: its taps loop at run time
+  // (one ic loop per block size and kernel row), and so do its rows beyond 3 unrolled ones (3D),
+  // which keeps a compile within 50 us (bench/RESULTS.md).
+  plan.rolled_columns = key.isa == Isa::Avx512;
+  plan.rolled_rows = key.kernel[1] >= kRolledKernelRows || (plan.rolled_columns && key.kernel[0] * key.kernel[1] > 3);
   const int held = plan.weights_held ? plan.vectors + (plan.embedded_broadcast ? 0 : 1) : plan.pixels + 1;
   plan.vector_registers_used = plan.pixels * plan.vectors + held;
   // A tap: its ic loop's instructions (loads, broadcasts, FMAs, pointer steps), at most 12 bytes each.
   const int fmas = plan.pixels * plan.vectors;
   const int loads = plan.vectors + (plan.embedded_broadcast ? 0 : plan.pixels);
   const int steps = 2 * plan.pixel_groups + 5;
-  plan.code_bytes = code_buffer_bytes(key, int64_t(plan.block_pixels.size()), size_t(12 * (fmas + loads + steps)));
+  const int64_t unrolled_taps =
+      key.kernel[0] * (plan.rolled_rows ? 1 : key.kernel[1]) * (plan.rolled_columns ? 1 : key.kernel[2]);
+  plan.code_bytes =
+      kFrameCodeBytes + size_t(unrolled_taps) * plan.block_pixels.size() * size_t(12 * (fmas + loads + steps + 4));
   return plan;
 }
 

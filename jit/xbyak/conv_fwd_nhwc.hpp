@@ -25,6 +25,7 @@ struct NhwcPlan {
   bool embedded_broadcast = false;  // one vector: each input is used once, broadcast inside its FMA
   int pixel_groups = 0;             // input pointers, one per 3 pixels (x86 scales 1 and 2)
   bool rolled_rows = false;         // kernel rows in a run-time loop (tall kernels), else unrolled
+  bool rolled_columns = false;      // a kernel row's taps in a run-time loop, else unrolled
   size_t code_bytes = 0;            // the code buffer: frame + an upper bound per unrolled tap
   int vector_registers_used = 0;    // within isa.vector_registers
   std::string unsupported;          // why the key is not generated, or empty

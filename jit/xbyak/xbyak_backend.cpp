@@ -9,11 +9,13 @@
 namespace convjit::jit {
 namespace {
 
-// The shortest NHWC output row the kernels take (bench/RESULTS.md, "Why the tier rules ...").
+// The shortest NHWC output row AVX2's kernels take (bench/RESULTS.md, "Why the tier rules ...").
 constexpr int64_t kNhwcMinRowPixels = 12;
 
+// AVX-512's NHWC kernel takes rows from its smallest block (bench/RESULTS.md, "Which ISA ...").
 int64_t min_row_pixels(const SpecKey& key) {
-  return key.layout == CONVJIT_NCHW ? xbyak::plan_nchw(key).min_row_pixels : kNhwcMinRowPixels;
+  if (key.layout == CONVJIT_NCHW) return xbyak::nchw_min_row_pixels(key.isa);
+  return key.isa == Isa::Avx512 ? xbyak::nhwc_min_row_pixels(key.isa, key.oc_class) : kNhwcMinRowPixels;
 }
 
 class XbyakBackend : public Backend {
