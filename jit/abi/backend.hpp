@@ -38,23 +38,30 @@ class Backend {
 };
 
 // The driver runs a row kernel over several whole output rows as one segment (NCHW, stride 1,
-// rows shorter than kFlatRowsBelow, of which at least 80% of the grid is real outputs): the
-// input view flattened (one row pitch for W and H), outputs computed on that padded grid into
-// scratch and the real ones copied out. Where the bounds come from: bench/RESULTS.md, "Why the
-// tier rules are what they are".
-inline constexpr int64_t kFlatRowsBelow = 32;
-inline bool flattens_rows(const convjit_conv_problem& p) {
-  if (p.layout != CONVJIT_NCHW || p.stride[1] != 1 || p.stride[2] != 1 || p.out[2] >= kFlatRowsBelow) return false;
-  if (p.out[1] < 2) return false;  // one row per plane: nothing to join
-  const int64_t junk = (p.kernel[2] - 1) * p.dilation[2];
-  return 5 * p.out[2] >= 4 * (p.out[2] + junk);
+// rows shorter than 4 vectors of the kernel's lanes): the input view flattened (one row pitch for
+// W and H), outputs computed on that padded grid into scratch and the real ones copied out. It
+// does so when at least 80% of the grid is real outputs, or at least 2/3 and the grid's junk
+// columns cost no more lanes than rounding each row up to whole vectors (AVX-512's rows of 56
+// take 64 lanes, their grid 58; rows of 7, 16 lanes, their grid 9). Where the bounds come from:
+// bench/RESULTS.md, "Why the tier rules are what they are" and "Which ISA a kernel gets".
+inline constexpr int64_t kFlatRowsBelowVectors = 4;
+inline bool flattens_rows(const convjit_conv_problem& p, int64_t lanes) {
+  if (p.layout != CONVJIT_NCHW || p.stride[1] != 1 || p.stride[2] != 1) return false;
+  const int64_t out = p.out[2];
+  if (out >= kFlatRowsBelowVectors * lanes || p.out[1] < 2) return false;  // one row per plane: nothing to join
+  const int64_t grid_row = out + (p.kernel[2] - 1) * p.dilation[2];
+  if (5 * out >= 4 * grid_row) return true;
+  return 3 * out >= 2 * grid_row && grid_row <= (out + lanes - 1) / lanes * lanes;
+}
+inline bool flattens_rows(const convjit_conv_problem& p, const convjit_conv_kernel& row_kernel) {
+  return flattens_rows(p, row_kernel.row_lanes);
 }
 
-// Why a row kernel that takes segments of at least min_row_pixels would lose to the generic tier
-// on p's rows, or empty: shorter rows are the generic tile's (it packs pixels of several rows per
-// panel) unless the driver flattens them.
-inline std::string short_rows_reason(const convjit_conv_problem& p, int64_t min_row_pixels) {
-  if (p.out[2] >= min_row_pixels || flattens_rows(p)) return {};
+// Why a row kernel of `lanes` pixels per vector that takes segments of at least min_row_pixels
+// would lose to the generic tier on p's rows, or empty: shorter rows are the generic tile's (it
+// packs pixels of several rows per panel) unless the driver flattens them.
+inline std::string short_rows_reason(const convjit_conv_problem& p, int64_t lanes, int64_t min_row_pixels) {
+  if (p.out[2] >= min_row_pixels || flattens_rows(p, lanes)) return {};
   return "output rows of " + std::to_string(p.out[2]) + " pixels, shorter than " + std::to_string(min_row_pixels) +
          " and not flattened: the generic tier packs several rows per panel";
 }

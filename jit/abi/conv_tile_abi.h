@@ -68,6 +68,7 @@ typedef struct convjit_conv_kernel {
   convjit_conv_prepare_fn prepare;  /* NULL: none */
   int64_t oc_block;                 /* output channels one prepare covers (0: any) */
   int64_t min_row_pixels;           /* row kernels: shorter segments go to the generic tile */
+  int64_t row_lanes;                /* row kernels: output pixels per vector (the driver's flattening reads it) */
   int32_t row_kernel;               /* 1: takes one output row segment and an input view */
 } convjit_conv_kernel;
 

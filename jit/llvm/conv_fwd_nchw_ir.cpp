@@ -26,8 +26,6 @@
 namespace convjit::jit::llvm_backend {
 namespace {
 
-constexpr int kLanes = 8;
-
 class NchwKernelBuilder {
  public:
   NchwKernelBuilder(llvm::LLVMContext& context, llvm::Module& module, const SpecKey& key)

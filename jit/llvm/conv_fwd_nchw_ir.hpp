@@ -13,7 +13,9 @@
 
 namespace convjit::jit::llvm_backend {
 
-// Register blocking: oc_block output channels (the key's class) x vectors of 8 pixels.
+inline constexpr int kLanes = 8;  // pixels per vector
+
+// Register blocking: oc_block output channels (the key's class) x vectors of kLanes pixels.
 struct NchwIrPlan {
   int oc_block, vectors;
 };

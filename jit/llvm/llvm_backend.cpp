@@ -85,7 +85,7 @@ class LlvmBackend : public Backend {
   // Row kernels block 16 pixels along W (jit/abi/backend.hpp: short_rows_reason).
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
     if (std::string why = llvm_backend::nchw_ir_unsupported_reason(key); !why.empty()) return why;
-    return short_rows_reason(p, llvm_backend::nchw_ir_min_row_pixels(llvm_backend::plan_nchw_ir(key)));
+    return short_rows_reason(p, llvm_backend::kLanes, llvm_backend::nchw_ir_min_row_pixels(llvm_backend::plan_nchw_ir(key)));
   }
 
   bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) override {
@@ -126,6 +126,7 @@ class LlvmBackend : public Backend {
     out->kernel.compute = address->toPtr<convjit_conv_tile_fn>();
     out->kernel.row_kernel = 1;
     out->kernel.min_row_pixels = llvm_backend::nchw_ir_min_row_pixels(plan);
+    out->kernel.row_lanes = llvm_backend::kLanes;
     out->key = key;
     out->name = key.name();
     out->code_bytes = last_object_bytes_;

@@ -415,6 +415,7 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
   convjit_conv_kernel kernel{};
   kernel.row_kernel = 1;
   kernel.min_row_pixels = plan.min_row_pixels;
+  kernel.row_lanes = plan.isa.lanes;
   return emit_kernel(
       key, kernel, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
 }

@@ -434,6 +434,7 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
   kernel.oc_block = plan.oc_block();
   kernel.row_kernel = 1;
   kernel.min_row_pixels = plan.min_row_pixels();
+  kernel.row_lanes = 1;  // pixels are not in the lanes (and prepared kernels are never flattened)
   return emit_kernel(
       key, kernel, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
 }

@@ -32,7 +32,7 @@ class XbyakBackend : public Backend {
   // its rows would all go to the generic tile. jit/README.md: "Which ISA a kernel gets".
   Isa isa_for(const convjit_conv_problem& p, Isa cap) const override {
     if (cap < Isa::Avx512 || !xbyak::host_supports(Isa::Avx512)) return Isa::Avx2Fma;
-    if (flattens_rows(p)) return Isa::Avx512;
+    if (flattens_rows(p, xbyak::kAvx512Traits.lanes)) return Isa::Avx512;
     const int32_t oc_class = p.oc_per_group >= kNhwcWideClass ? kNhwcWideClass : kNhwcNarrowClass;
     const int64_t min_row = p.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(Isa::Avx512)
                                                      : xbyak::nhwc_min_row_pixels(Isa::Avx512, oc_class);
@@ -44,7 +44,8 @@ class XbyakBackend : public Backend {
   std::string decline_reason(const convjit_conv_problem& p, const SpecKey& key) const override {
     // NHWC: not its pixel block: shorter rows waste a quarter of their blocks and pay the
     // weights' packing for few pixels (bench/RESULTS.md, "Why the tier rules ...").
-    if (std::string why = short_rows_reason(p, min_row_pixels(key)); !why.empty()) return why;
+    const int64_t lanes = key.layout == CONVJIT_NCHW ? xbyak::traits_of(key.isa).lanes : 1;
+    if (std::string why = short_rows_reason(p, lanes, min_row_pixels(key)); !why.empty()) return why;
     if (key.layout == CONVJIT_NCHW && key.stride[2] == 2 && p.taps == 1) {  // bench/RESULTS.md, tier rules
       return "1x1 kernel with stride 2: the shuffles cost more than the generic tile's packing";
     }

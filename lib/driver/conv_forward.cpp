@@ -195,18 +195,28 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
   p.prepared = specialized && specialized->prepare;
   // A problem too small to share runs on the calling thread: tile it for one, not into pieces.
   if (g.flops() < kParallelWorkThreshold) threads = 1;
-  p.flat = specialized && specialized->row_kernel && !p.prepared && jit::flattens_rows(g);
+  p.flat = specialized && specialized->row_kernel && !p.prepared && jit::flattens_rows(g, *specialized);
   // A prepared kernel's tiles each pack their channels' weights and copy the input rows they read:
   // where the weights are the larger, tasks split channels before pixels, else pixels
   // (bench/RESULTS.md, "Why the tier rules ...").
   const bool packs_more_weights =
       p.prepared && g.reduction * g.oc_per_group > g.ic_per_group * g.in[0] * g.in[1] * g.in[2];
+  // A flattened plane cut into pixel tiles for the threads gives the kernel short segments (two
+  // rows of a 7x7 plane: 18 grid pixels for 64-pixel blocks): then the tasks split channels.
+  bool short_flat_tiles = false;
+  if (p.flat) {
+    const int64_t planes = g.batch * g.groups * g.out[0];
+    const int64_t tiles_per_plane = (tasks_wanted(threads) + planes - 1) / planes;
+    const int64_t pitch = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];
+    const int64_t tile_grid = (g.out[1] + tiles_per_plane - 1) / tiles_per_plane * pitch;
+    short_flat_tiles = tile_grid < jit::kFlatRowsBelowVectors * specialized->row_lanes;
+  }
   p.tiling = plan_tiling(g, threads,
                          {.packs_patches = !specialized && kernels.generic->packs_patches,
                           .pixel_granule = kernels.generic->pixel_granule,
                           .oc_granule = p.prepared ? specialized->oc_block : kernels.generic->oc_granule,
                           .whole_rows = p.flat,
-                          .channels_first = packs_more_weights});
+                          .channels_first = packs_more_weights || short_flat_tiles});
   // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
   // band's (the padded row), whichever is longer. Made only for them (a copy of the problem).
   if (p.flat) {

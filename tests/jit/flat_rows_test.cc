@@ -69,13 +69,14 @@ TEST(FlatRows, DriverJoinsShortRowsAndKeepsTheNumbers) {
   kernel.compute = contract_row_kernel;
   kernel.row_kernel = 1;
   kernel.min_row_pixels = 1;
+  kernel.row_lanes = 8;
   for (size_t i = 0; i < joined.size(); ++i) {
     const Problem p(joined[i], case_seed(0xF1A8, i), true, Activation::Relu);
     detail::ConvGeometry g;
     const convjit_conv_params params = p.dims.to_c();
     std::vector<float> y(p.outputs(), -1.0f);
     ASSERT_TRUE(detail::validate_conv_forward(&params, p.x.data(), p.w.data(), CONVJIT_ACT_RELU, y.data(), &g).ok());
-    ASSERT_TRUE(convjit::jit::flattens_rows(g)) << describe(p.dims);
+    ASSERT_TRUE(convjit::jit::flattens_rows(g, kernel)) << describe(p.dims);
     g_longest_segment = 0;
     detail::run_conv_forward(g, detail::select_tier(g, &kernel), 2, p.x.data(), p.w.data(), p.bias.data(), true, y.data());
     EXPECT_GT(g_longest_segment.load(), g.out[2]) << "rows were not joined: " << describe(p.dims);
