@@ -314,6 +314,71 @@ def print_targets(run, rows):
     print()
 
 
+PEAK_TARGET_SHAPES = ["seed_issue", "resnet_conv1", "resnet_3x3_56", "resnet_3x3_28", "resnet_3x3_14",
+                      "resnet_1x1_56", "conv_5x5", "batch32_3x3", "dilated_3x3"]
+NHWC_ONEDNN = [("nhwc", "onednn_wany"), ("any", "onednn_blocked")]
+NCHW_ONEDNN = [("nchw", "onednn_plain"), ("any", "onednn_blocked")]
+
+
+def onednn_capped_run(run, runs):
+    """The oneDNN-only run of the same shapes and threads with ONEDNN_MAX_CPU_ISA set, if given."""
+    for other in runs:
+        ctx = other["context"]
+        if other is not run and "ONEDNN_MAX_CPU_ISA" in ctx and other["threads"] == run["threads"] and \
+                ctx.get("shapes_file") == run["context"].get("shapes_file"):
+            return other
+    return None
+
+
+def print_isa_targets(run, rows, runs):
+    """The ISA issue's targets: auto per layout against oneDNN's best layout-matched variant (format
+    any, reorders excluded), % of the measured AVX-512 peak, the short-row and seed shapes; and, with
+    a capped oneDNN run beside it, the same ratios against oneDNN at that ISA."""
+    if "ONEDNN_MAX_CPU_ISA" in run["context"]:
+        return
+    t = run["threads"]
+    print(f"### ISA issue targets, {t} thread{'s' if t != 1 else ''} (auto: the runtime in steady state)\n")
+    capped = onednn_capped_run(run, runs)
+    cap_name = capped["context"]["ONEDNN_MAX_CPU_ISA"] if capped else None
+
+    def vs(layout, keys, source, large_only=False):
+        vals = [ratio(r["g"].get((layout, "auto")), best(gflops(source, r["shape"], k) for k in keys)) for r in rows
+                if not large_only or (r["mflop"] or 0) >= 50]
+        return geomean(vals)
+
+    head = ["ratio (geomean over the file's conv shapes)", "vs oneDNN, its best ISA"] + \
+           ([f"vs oneDNN ≤ {cap_name}"] if capped else [])
+    print("| " + " | ".join(head) + " |")
+    print("|---|" + "--:|" * (len(head) - 1))
+    for large_only in (False, True):
+        for layout, keys in (("nhwc", NHWC_ONEDNN), ("nchw", NCHW_ONEDNN)):
+            cells = [f"auto {layout.upper()} / oneDNN best of {', '.join(k[1] for k in keys)}"
+                     + (", shapes of ≥ 50 MFLOP" if large_only else ""), fmt_ratio(vs(layout, keys, run, large_only))]
+            if capped:
+                cells.append(fmt_ratio(vs(layout, keys, capped, large_only)))
+            print("| " + " | ".join(cells) + " |")
+    print()
+    body = []
+    for r in rows:
+        dnn = best(r["g"].get(k) for k in ONEDNN_KEYS)
+        auto = best(r["g"].get((l, "auto")) for l in ("nchw", "nhwc"))
+        wide = run.get("peak_avx512")
+        jit = best(r["g"].get((l, "xbyak")) for l in ("nchw", "nhwc"))
+        cells = [r["shape"], fmt(auto), fmt(dnn), fmt_ratio(ratio(auto, dnn)),
+                 pct(jit / (wide * t) * 100) if jit and wide else "–"]
+        if r["shape"] in PEAK_TARGET_SHAPES:
+            cells.append("≥ 60% of AVX-512 peak")
+        elif r["shape"] == "resnet_3x3_7" or r["shape"].startswith("depthwise"):
+            cells.append("≥ 0.9× oneDNN")
+        elif r["shape"].startswith("seed_chain"):
+            cells.append("≥ 3× oneDNN")
+        else:
+            cells.append("")
+        body.append(cells)
+    print_table(["shape", "auto, best layout", "oneDNN best", "auto / oneDNN", "xbyak % AVX-512 peak", "target"], body)
+    print()
+
+
 def print_first_call(run):
     rows = [(name[1], e) for name, e in run["data"].items() if name and name[0] == "first_call"]
     if not rows:
@@ -495,6 +560,7 @@ def main():
         if rows:
             print_conv_table(run, rows)
             print_targets(run, rows)
+            print_isa_targets(run, rows, runs)
         print_first_call(run)
         print_pool(run)
         print_seed_training(run)

@@ -2,15 +2,32 @@
 // the groups are the contiguous channels of a pixel, so they fill the vector lanes, where the
 // per-group tiles of the driver would see one channel each. Each output is the chain of
 // jit/abi/conv_tile_abi.h (taps in weight order from 0.0f, then bias, then relu); taps in the padding
-// are skipped (zero products). AVX2/FMA only.
+// are skipped (zero products). One kernel (conv_depthwise_nhwc_impl.hpp) built for AVX2/FMA and for
+// AVX-512: the two give the same bits.
 #pragma once
+
+#include <cstdint>
 
 #include "geometry.hpp"
 
-namespace convjit::detail::avx2 {
+namespace convjit::detail {
 
+inline constexpr int64_t kDepthwiseNhwcMaxTaps = 512;
+bool depthwise_nhwc_fits(const ConvGeometry& g);  // any ISA: the layout and the taps
+// g's weights tap-major ([tap][channel]), in the calling thread's buffer (kept: steady-state calls
+// allocate nothing); every thread of the call reads them.
+const float* depthwise_nhwc_taps_major(const ConvGeometry& g, const float* w);
+
+namespace avx2 {
 bool depthwise_nhwc_supported(const ConvGeometry& g);
 void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
                     float* y);
+}  // namespace avx2
 
-}  // namespace convjit::detail::avx2
+namespace avx512 {
+bool depthwise_nhwc_supported(const ConvGeometry& g);
+void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
+                    float* y);
+}  // namespace avx512
+
+}  // namespace convjit::detail

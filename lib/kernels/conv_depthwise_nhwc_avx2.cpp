@@ -1,163 +1,16 @@
-#include <immintrin.h>
-
-#include <algorithm>
-#include <vector>
-
-#include "avx2_rows.hpp"
-#include "conv_depthwise_nhwc.hpp"
+#include "conv_depthwise_nhwc_impl.hpp"
 #include "gemm_tile.hpp"
-#include "threads.hpp"
+#include "simd_avx2.hpp"
 
 namespace convjit::detail::avx2 {
-namespace {
-
-// A block keeps 8 FMA chains in flight (two per FMA unit's 4-cycle latency): inside a row, 4
-// output pixels of 16 channels; at the row's edges, where pixels have their own taps, one pixel of
-// 32 channels. (8 pixels of 8 channels measured slower: at stride 2 and 256 channels its 8 input
-// streams, 2 KB apart, share a few L1 sets.)
-constexpr int kPixels = 4;
-constexpr int kVectors = 2;
-constexpr int kEdgeVectors = 4;
-
-constexpr int64_t kMaxTaps = 512;
-
-// The real taps of some output pixels, in weight order: per tap, the input offset seen from
-// output pixel 0 (along W, as if every tap were real) and the tap's weights, every channel side
-// by side.
-struct RowTaps {
-  int64_t count = 0;
-  int64_t offset[kMaxTaps];
-  const float* weights[kMaxTaps];
-};
-
-// Channels [c, c + 8 * Vectors) of `Pixels` consecutive output pixels from ow, every W tap of each
-// real (with Tail, one vector masked by `lanes` for the channel tail); the kd/kh taps outside the
-// input are already left out.
-template <int Pixels, int Vectors, bool Tail>
-inline void pixel_block(const ConvGeometry& g, const RowTaps& taps, const float* image, int64_t ow, int64_t c,
-                        __m256i lanes, const float* bias, bool relu, float* y_row) {
-  static_assert(!Tail || Vectors == 1);
-  auto load = [&](const float* from) { return Tail ? _mm256_maskload_ps(from, lanes) : _mm256_loadu_ps(from); };
-  __m256 acc[Pixels][Vectors];
-  for (int p = 0; p < Pixels; ++p) {
-    for (int v = 0; v < Vectors; ++v) acc[p][v] = _mm256_setzero_ps();
-  }
-  const int64_t pixel_step = g.stride[2] * g.x.spatial[2];
-  const float* base = image + ow * pixel_step + c;
-  for (int64_t t = 0; t < taps.count; ++t) {
-    const float* w_tap = taps.weights[t] + c;
-    const float* in = base + taps.offset[t];
-#pragma GCC unroll 4
-    for (int v = 0; v < Vectors; ++v) {
-      const __m256 wv = load(w_tap + 8 * v);
-#pragma GCC unroll 8
-      for (int p = 0; p < Pixels; ++p) acc[p][v] = _mm256_fmadd_ps(load(in + p * pixel_step + 8 * v), wv, acc[p][v]);
-    }
-  }
-  for (int v = 0; v < Vectors; ++v) {
-    const __m256 b = bias ? load(bias + c + 8 * v) : _mm256_setzero_ps();
-    for (int p = 0; p < Pixels; ++p) {
-      __m256 out = bias ? _mm256_add_ps(acc[p][v], b) : acc[p][v];
-      if (relu) out = _mm256_max_ps(_mm256_setzero_ps(), out);  // vmaxps returns its 2nd operand: keeps NaN and -0
-      float* to = y_row + (ow + p) * g.y.spatial[2] + c + 8 * v;
-      if (Tail)
-        _mm256_maskstore_ps(to, lanes, out);
-      else
-        _mm256_storeu_ps(to, out);
-    }
-  }
-}
-
-template <int Pixels, int Vectors>
-void all_channels(const ConvGeometry& g, const RowTaps& taps, const float* image, int64_t ow, const float* bias,
-                  bool relu, float* y_row) {
-  const int64_t channels = g.groups;
-  int64_t c = 0;
-  for (; c + 8 * Vectors <= channels; c += 8 * Vectors)
-    pixel_block<Pixels, Vectors, false>(g, taps, image, ow, c, _mm256_setzero_si256(), bias, relu, y_row);
-  for (; c + 8 <= channels; c += 8)
-    pixel_block<Pixels, 1, false>(g, taps, image, ow, c, _mm256_setzero_si256(), bias, relu, y_row);
-  if (c < channels)
-    pixel_block<Pixels, 1, true>(g, taps, image, ow, c, lanes_between(0, channels - c), bias, relu, y_row);
-}
-
-// The taps of output row (od, oh) whose kd, kh input exists and whose kw is in [kw_begin,
-// kw_end), in weight order; wt holds the weights tap-major ([tap][channel]).
-void select_taps(const ConvGeometry& g, const float* wt, int64_t od, int64_t oh, int64_t kw_begin, int64_t kw_end,
-                 RowTaps* taps) {
-  int64_t kd0, kd1, kh0, kh1;
-  valid_taps(od, g.stride[0], g.pad_begin[0], g.dilation[0], g.kernel[0], g.in[0], g.flip, &kd0, &kd1);
-  valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], g.kernel[1], g.in[1], g.flip, &kh0, &kh1);
-  taps->count = 0;
-  for (int64_t kd = kd0; kd < kd1; ++kd) {
-    for (int64_t kh = kh0; kh < kh1; ++kh) {
-      for (int64_t kw = kw_begin; kw < kw_end; ++kw) {
-        const int64_t t = taps->count++;
-        taps->offset[t] = input_coordinate(g, 0, od, kd) * g.x.spatial[0] +
-                          input_coordinate(g, 1, oh, kh) * g.x.spatial[1] +
-                          input_coordinate(g, 2, 0, kw) * g.x.spatial[2];
-        taps->weights[t] = wt + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * g.groups;
-      }
-    }
-  }
-}
-
-}  // namespace
 
 bool depthwise_nhwc_supported(const ConvGeometry& g) {
-  return g.layout == CONVJIT_NHWC && g.ic_per_group == 1 && g.oc_per_group == 1 && g.taps <= kMaxTaps && supported();
+  return depthwise_nhwc_fits(g) && supported();
 }
 
 void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
                     float* y) {
-  // Output columns whose W taps are all real: a run, the same for every row. They go in blocks of
-  // kPixels; the columns around it one at a time, each with its own taps.
-  int64_t interior_begin = g.out[2], interior_end = g.out[2];
-  for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-    int64_t kw0, kw1;
-    valid_taps(ow, g.stride[2], g.pad_begin[2], g.dilation[2], g.kernel[2], g.in[2], g.flip, &kw0, &kw1);
-    if (kw0 == 0 && kw1 == g.kernel[2]) {
-      interior_begin = std::min(interior_begin, ow);
-      interior_end = ow + 1;
-    }
-  }
-  // The weights tap-major, once per call (per row they cost a third of depthwise_3x3's time), in
-  // the calling thread's buffer (kept: steady-state calls allocate nothing), read by every thread.
-  // (A lambda names a thread_local as the running thread's own: the workers get the pointer.)
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < size_t(g.taps * g.groups)) buffer.resize(size_t(g.taps * g.groups));
-  float* wt = buffer.data();
-  for (int64_t c = 0; c < g.groups; ++c) {
-    for (int64_t t = 0; t < g.taps; ++t) wt[t * g.groups + c] = w[c * g.taps + t];
-  }
-  const int64_t rows = g.batch * g.out[0] * g.out[1];
-  parallel_for(threads, rows, g.flops(), [&](int64_t task) {
-    const int64_t oh = task % g.out[1], od = task / g.out[1] % g.out[0], n = task / g.out[1] / g.out[0];
-    const float* image = x + n * g.x.batch;
-    float* y_row = y + n * g.y.batch + od * g.y.spatial[0] + oh * g.y.spatial[1];
-    RowTaps taps;
-    auto edge_pixel = [&](int64_t ow) {
-      int64_t kw0, kw1;
-      valid_taps(ow, g.stride[2], g.pad_begin[2], g.dilation[2], g.kernel[2], g.in[2], g.flip, &kw0, &kw1);
-      select_taps(g, wt, od, oh, kw0, kw1, &taps);
-      all_channels<1, kEdgeVectors>(g, taps, image, ow, bias, relu, y_row);
-    };
-    for (int64_t ow = 0; ow < interior_begin; ++ow) edge_pixel(ow);
-    if (interior_begin < interior_end) {
-      select_taps(g, wt, od, oh, 0, g.kernel[2], &taps);
-      // Blocks of kPixels; the last, short one moved back to end at interior_end (recomputing
-      // a few outputs, bitwise the same).
-      for (int64_t ow = interior_begin; ow < interior_end; ow += kPixels) {
-        if (interior_end - interior_begin < kPixels) {
-          for (; ow < interior_end; ++ow) all_channels<1, kEdgeVectors>(g, taps, image, ow, bias, relu, y_row);
-          break;
-        }
-        all_channels<kPixels, kVectors>(g, taps, image, std::min(ow, interior_end - kPixels), bias, relu, y_row);
-      }
-    }
-    for (int64_t ow = interior_end; ow < g.out[2]; ++ow) edge_pixel(ow);
-  });
-  _mm256_zeroupper();
+  run_depthwise_nhwc<Avx2Floats>(g, threads, x, w, bias, relu, y);
 }
 
 }  // namespace convjit::detail::avx2

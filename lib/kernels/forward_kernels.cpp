@@ -17,6 +17,8 @@ bool takes_few_channels_direct(const ConvGeometry& g) {
 }
 #endif
 
+constexpr const char* kDepthwiseNhwcWins = "depthwise NHWC: the generic kernel has the groups in the vector lanes";
+
 // Row makers: the register tile's granules are every tile row's, the whole-call kernels' too
 // (they matter only when a compiled kernel falls back to a tile).
 enum class Packing { InPlace, Patches };
@@ -31,8 +33,10 @@ constexpr GenericForwardKernel whole_call_row(const char* name, KernelIsa isa, b
 
 constexpr GenericForwardKernel kRows[] = {
 #if defined(__x86_64__)
+    whole_call_row("conv_fwd_f32_depthwise_nhwc__avx512", KernelIsa::Avx512, avx512::depthwise_nhwc_supported,
+                   avx512::depthwise_nhwc, kDepthwiseNhwcWins),
     whole_call_row("conv_fwd_f32_depthwise_nhwc__avx2", KernelIsa::Avx2Fma, avx2::depthwise_nhwc_supported,
-                   avx2::depthwise_nhwc, "depthwise NHWC: the generic kernel has the groups in the vector lanes"),
+                   avx2::depthwise_nhwc, kDepthwiseNhwcWins),
     whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx2", KernelIsa::Avx2Fma, avx2::depthwise_nchw_supported,
                    avx2::depthwise_nchw, "depthwise up to 3x3: the generic kernel keeps the taps in registers"),
     tile_row("conv_fwd_f32_direct_oc8__avx2", KernelIsa::Avx2Fma, takes_few_channels_direct, avx2::conv_tile_direct,
@@ -82,9 +86,9 @@ KernelIsa widest_host_isa() {
 
 std::span<const GenericForwardKernel> generic_forward_kernels() { return kRows; }
 
-const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind) {
+const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind, KernelIsa max_isa) {
   for (const GenericForwardKernel& k : kRows) {
-    if ((kind == RowKind::Any || k.tile) && host_has(k.isa) && k.takes(g)) return k;
+    if ((kind == RowKind::Any || k.tile) && k.isa <= max_isa && host_has(k.isa) && k.takes(g)) return k;
   }
   return kRows[std::size(kRows) - 1];  // the register tile takes every problem
 }

@@ -47,9 +47,11 @@ struct GenericForwardKernel {
 };
 
 std::span<const GenericForwardKernel> generic_forward_kernels();
-// The kernel tier 0 runs g on: the first row the host can run that takes g. RowKind::Tile: the
-// first such tile kernel (what a compiled row kernel falls back to for segments it cannot view).
+// The kernel tier 0 runs g on: the first row of an ISA the host has, at most max_isa (the
+// runtime's cap, Policy::max_isa), that takes g. RowKind::Tile: the first such tile kernel (what a
+// compiled row kernel falls back to for segments it cannot view).
 enum class RowKind { Any, Tile };
-const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind = RowKind::Any);
+const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind = RowKind::Any,
+                                                   KernelIsa max_isa = KernelIsa::Avx512);
 
 }  // namespace convjit::detail

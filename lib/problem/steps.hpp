@@ -27,4 +27,13 @@ inline StepRange steps_inside(int64_t origin, int64_t step, int64_t size, int64_
   return {lo, hi};
 }
 
+// Taps t in [0, n) (weight order) whose input coordinate o*stride - pad + t'*dilation is in
+// [0, size), t' = t or n-1-t when flipped: a contiguous range.
+inline void valid_taps(int64_t o, int64_t stride, int64_t pad, int64_t dilation, int64_t n, int64_t size, bool flip,
+                       int64_t* begin, int64_t* end) {
+  const StepRange inside = steps_inside(o * stride - pad, dilation, size, n);  // in t' order
+  *begin = flip ? n - inside.hi : inside.lo;
+  *end = flip ? n - inside.lo : inside.hi;
+}
+
 }  // namespace convjit::detail

@@ -13,6 +13,7 @@
 #include "convjit/runtime.hpp"
 #include "backend.hpp"
 #include "config_table.hpp"
+#include "forward_kernels.hpp"
 #include "geometry.hpp"
 #include "kernel_cache.hpp"
 
@@ -64,6 +65,7 @@ struct Runtime::Impl {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<jit::Backend> backend_;  // null: generic tier only
   const jit::Isa isa_cap_;                 // policy.max_isa, as the backends' ISA
+  const detail::KernelIsa tier0_cap_;      // and as tier 0's
   std::string backend_unavailable_reason_;
   detail::ConfigTable table_;
   detail::KernelCache cache_;

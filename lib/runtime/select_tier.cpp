@@ -2,9 +2,9 @@
 
 namespace convjit::detail {
 
-ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled) {
-  if (compiled) return {&generic_forward_kernel(g, RowKind::Tile), compiled};
-  return {&generic_forward_kernel(g), nullptr};
+ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled, KernelIsa max_isa) {
+  if (compiled) return {&generic_forward_kernel(g, RowKind::Tile, max_isa), compiled};
+  return {&generic_forward_kernel(g, RowKind::Any, max_isa), nullptr};
 }
 
 std::string jit_declined_because(const ConvGeometry& g, const jit::Backend& backend, const jit::SpecKey& key) {

@@ -170,14 +170,15 @@ std::vector<ConvDims> tester_shapes() {
   return shapes;
 }
 
-// Tier 0's tile rows, each called directly (the rows that run whole calls, depthwise, are swept
-// through the library by tests/lib/driver/conv_forward_test.cc).
+// Tier 0's tile rows, each called directly (the rows that run whole calls, depthwise, below and
+// swept through the library by tests/lib/driver/conv_forward_test.cc).
 class GenericTileKernels : public ::testing::TestWithParam<size_t> {};
 
-std::vector<size_t> tile_rows() {
+// The indices of tier 0's tile rows, or of its whole-call rows.
+std::vector<size_t> rows_of_kind(bool whole_call) {
   std::vector<size_t> rows;
   for (size_t i = 0; i < detail::generic_forward_kernels().size(); ++i) {
-    if (detail::generic_forward_kernels()[i].tile) rows.push_back(i);
+    if ((detail::generic_forward_kernels()[i].whole_call != nullptr) == whole_call) rows.push_back(i);
   }
   return rows;
 }
@@ -202,7 +203,92 @@ TEST_P(GenericTileKernels, EveryTileMatchesTheOracleAndWritesOnlyItsOutputs) {
   EXPECT_GE(tested, 20) << kernel.name << " took too few of the shapes to be tested";
 }
 
-INSTANTIATE_TEST_SUITE_P(Rows, GenericTileKernels, ::testing::ValuesIn(tile_rows()),
+INSTANTIATE_TEST_SUITE_P(Rows, GenericTileKernels, ::testing::ValuesIn(rows_of_kind(false)),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return std::string(detail::generic_forward_kernels()[info.param].name);
+                         });
+
+// Tier 0's whole-call rows (depthwise), each called directly on depthwise problems of both
+// layouts: channel counts around the vector widths (tails of 8 and 16 lanes), padding, stride,
+// dilation, both modes, 1D to 3D; against the oracle, and bitwise against every other row (of
+// another ISA) that takes the same problem, on 1 and 2 threads.
+class WholeCallKernels : public ::testing::TestWithParam<size_t> {};
+
+std::vector<ConvDims> depthwise_shapes() {
+  Rng rng(0xD3E7);
+  std::vector<ConvDims> shapes;
+  for (int i = 0; i < 96; ++i) {
+    const int32_t rank = 1 + i % 3;
+    const Layout layout = i / 3 % 2 ? Layout::NHWC : Layout::NCHW;
+    const int64_t channels = std::vector<int64_t>{1, 7, 8, 9, 15, 16, 17, 31, 33, 40, 64, 70}[size_t(rng.uniform_int(0, 11))];
+    Extent in{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dilation{1, 1, 1};
+    for (int d = 3 - rank; d < 3; ++d) {
+      kernel[size_t(d)] = rng.uniform_int(1, rank == 3 ? 3 : 5);
+      stride[size_t(d)] = rng.uniform_int(1, 2);
+      dilation[size_t(d)] = rng.uniform_int(1, 2);
+      pad[size_t(d)] = rng.uniform_int(0, 2);
+      in[size_t(d)] = (kernel[size_t(d)] - 1) * dilation[size_t(d)] + rng.uniform_int(1, rank == 1 ? 40 : 12);
+    }
+    const Mode mode = i / 6 % 2 ? Mode::Convolution : Mode::CrossCorrelation;
+    shapes.push_back(conv(rank, layout, rng.uniform_int(1, 2), channels, channels, channels, in, kernel, stride, pad,
+                          dilation, mode));
+  }
+  return shapes;
+}
+
+TEST_P(WholeCallKernels, MatchTheOracleAndEveryOtherIsasRowBitwise) {
+  const detail::GenericForwardKernel& kernel = detail::generic_forward_kernels()[GetParam()];
+  if (!detail::host_has(kernel.isa)) GTEST_SKIP() << kernel.name << ": this host lacks its ISA";
+  int tested = 0, compared = 0;
+  const std::vector<ConvDims> shapes = depthwise_shapes();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Problem p(shapes[i], case_seed(0xD3E7, i));
+    detail::ConvGeometry g;
+    const convjit_conv_params params = p.dims.to_c();
+    ASSERT_TRUE(detail::make_conv_geometry(params, &g).ok()) << describe(p.dims);
+    if (!kernel.takes(g)) continue;
+    ++tested;
+    auto run = [&](const detail::GenericForwardKernel& k, int threads) {
+      std::vector<float> y = nan_buffer(p.outputs());
+      k.whole_call(g, threads, p.x.data(), p.w.data(), p.bias_ptr(), p.activation == Activation::Relu, y.data());
+      return y;
+    };
+    const std::vector<float> y = run(kernel, 1);
+    ASSERT_TRUE(p.matches_reference(y, kernel.name)) << "case " << i;
+    ASSERT_TRUE(p.same_bits(run(kernel, 2), y, std::string(kernel.name) + ", 2 threads vs 1")) << "case " << i;
+    for (const detail::GenericForwardKernel& other : detail::generic_forward_kernels()) {
+      if (&other == &kernel || !other.whole_call || !detail::host_has(other.isa) || !other.takes(g)) continue;
+      ++compared;
+      ASSERT_TRUE(p.same_bits(run(other, 1), y, std::string(other.name) + " vs " + kernel.name)) << "case " << i;
+    }
+  }
+  EXPECT_GE(tested, 20) << kernel.name << " took too few of the shapes to be tested";
+  if (detail::host_has(detail::KernelIsa::Avx512) && std::string(kernel.name).find("nhwc") != std::string::npos) {
+    EXPECT_GE(compared, tested) << kernel.name << ": on a host with both ISAs every problem has a row of each";
+  }
+}
+
+// The runtime's ISA cap (Policy::max_isa) holds for tier 0's rows too; without it an AVX-512 host
+// runs NHWC depthwise on the AVX-512 row.
+TEST(GenericKernelChoice, TheIsaCapHoldsForTier0) {
+  int nhwc = 0;
+  for (const ConvDims& d : depthwise_shapes()) {
+    detail::ConvGeometry g;
+    const convjit_conv_params params = d.to_c();
+    ASSERT_TRUE(detail::make_conv_geometry(params, &g).ok());
+    EXPECT_LE(detail::generic_forward_kernel(g, detail::RowKind::Any, detail::KernelIsa::Avx2Fma).isa,
+              detail::KernelIsa::Avx2Fma)
+        << describe(d);
+    if (d.layout == Layout::NHWC && detail::host_has(detail::KernelIsa::Avx512)) {
+      ++nhwc;
+      EXPECT_STREQ(detail::generic_forward_kernel(g).name, "conv_fwd_f32_depthwise_nhwc__avx512") << describe(d);
+    }
+  }
+  if (!detail::host_has(detail::KernelIsa::Avx512)) GTEST_SKIP() << "this host lacks AVX-512: only the cap was checked";
+  EXPECT_GE(nhwc, 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, WholeCallKernels, ::testing::ValuesIn(rows_of_kind(true)),
                          [](const ::testing::TestParamInfo<size_t>& info) {
                            return std::string(detail::generic_forward_kernels()[info.param].name);
                          });

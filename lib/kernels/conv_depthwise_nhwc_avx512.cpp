@@ -1,0 +1,16 @@
+#include "conv_depthwise_nhwc_impl.hpp"
+#include "forward_kernels.hpp"
+#include "simd_avx512.hpp"
+
+namespace convjit::detail::avx512 {
+
+bool depthwise_nhwc_supported(const ConvGeometry& g) {
+  return depthwise_nhwc_fits(g) && host_has(KernelIsa::Avx512);
+}
+
+void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
+                    float* y) {
+  run_depthwise_nhwc<Avx512Floats>(g, threads, x, w, bias, relu, y);
+}
+
+}  // namespace convjit::detail::avx512

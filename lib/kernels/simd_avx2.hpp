@@ -1,0 +1,34 @@
+// The vector operations tier 0's ISA-generic kernels are written in, for AVX2/FMA: 8 floats per
+// vector, lane masks as vectors. Include only from files compiled with -mavx2 -mfma; its AVX-512
+// twin is simd_avx512.hpp, with the same members.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace convjit::detail {
+
+struct Avx2Floats {
+  using Vec = __m256;
+  using Mask = __m256i;
+  static constexpr int kLanes = 8;
+
+  static Vec zero() { return _mm256_setzero_ps(); }
+  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static Vec load(const float* p, Mask lanes) { return _mm256_maskload_ps(p, lanes); }
+  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  static void store(float* p, Vec v, Mask lanes) { _mm256_maskstore_ps(p, lanes, v); }
+  static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }  // a * b + c, one rounding
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  // max(0, v) with v second: vmaxps returns its 2nd operand on NaN and -0, as every tier does.
+  static Vec relu(Vec v) { return _mm256_max_ps(_mm256_setzero_ps(), v); }
+  // Lanes [0, n), n in [0, kLanes].
+  static Mask first_lanes(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static Mask all_lanes() { return _mm256_set1_epi32(-1); }
+  static void leave() { _mm256_zeroupper(); }  // before returning to SSE code
+};
+
+}  // namespace convjit::detail

@@ -1,0 +1,33 @@
+// The vector operations tier 0's ISA-generic kernels are written in, for AVX-512 (F, BW, DQ, VL):
+// 16 floats per vector, lane masks in opmask registers (masked loads do not fault). Include only
+// from files compiled with the AVX-512 flags; the members are simd_avx2.hpp's.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace convjit::detail {
+
+struct Avx512Floats {
+  using Vec = __m512;
+  using Mask = __mmask16;
+  static constexpr int kLanes = 16;
+
+  static Vec zero() { return _mm512_setzero_ps(); }
+  static Vec load(const float* p) { return _mm512_loadu_ps(p); }
+  static Vec load(const float* p, Mask lanes) { return _mm512_maskz_loadu_ps(lanes, p); }
+  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+  static void store(float* p, Vec v, Mask lanes) { _mm512_mask_storeu_ps(p, lanes, v); }
+  static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }  // a * b + c, one rounding
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  // max(0, v) with v second: vmaxps returns its 2nd operand on NaN and -0, as every tier does.
+  // (The zero-masked form: GCC 12's _mm512_max_ps passes an undefined vector and warns about it.)
+  static Vec relu(Vec v) { return _mm512_maskz_max_ps(all_lanes(), _mm512_setzero_ps(), v); }
+  // Lanes [0, n), n in [0, kLanes].
+  static Mask first_lanes(int64_t n) { return Mask(n >= kLanes ? 0xFFFF : (1u << n) - 1); }
+  static Mask all_lanes() { return Mask(0xFFFF); }
+  static void leave() { _mm256_zeroupper(); }  // before returning to SSE code
+};
+
+}  // namespace convjit::detail
