@@ -1,5 +1,5 @@
 #include "conv_depthwise_nhwc_impl.hpp"
-#include "forward_kernels.hpp"
+#include "kernel_isa.hpp"
 #include "simd_avx512.hpp"
 
 namespace convjit::detail::avx512 {

@@ -49,41 +49,6 @@ constexpr GenericForwardKernel kRows[] = {
 
 }  // namespace
 
-bool host_has(KernelIsa isa) {
-  switch (isa) {
-    case KernelIsa::Portable: return true;
-    case KernelIsa::Avx2Fma:
-#if defined(__x86_64__)
-      return avx2::supported();
-#else
-      return false;
-#endif
-    case KernelIsa::Avx512:
-#if defined(__x86_64__)
-      return avx2::supported() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("bmi2");
-#else
-      return false;
-#endif
-  }
-  return false;
-}
-
-const char* isa_name(KernelIsa isa) {
-  switch (isa) {
-    case KernelIsa::Portable: return "portable";
-    case KernelIsa::Avx2Fma: return "avx2";
-    case KernelIsa::Avx512: return "avx512";
-  }
-  return "?";
-}
-
-KernelIsa widest_host_isa() {
-  for (KernelIsa isa : {KernelIsa::Avx512, KernelIsa::Avx2Fma})
-    if (host_has(isa)) return isa;
-  return KernelIsa::Portable;
-}
-
 std::span<const GenericForwardKernel> generic_forward_kernels() { return kRows; }
 
 const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind, KernelIsa max_isa) {

@@ -10,6 +10,7 @@
 
 #include "conv_tile_abi.h"
 #include "geometry.hpp"
+#include "kernel_isa.hpp"
 
 namespace convjit::detail {
 
@@ -19,10 +20,6 @@ namespace convjit::detail {
 // more, the register tile over packed patches does (bench/RESULTS.md, "Why the tier rules ...").
 inline constexpr int64_t kDirectMaxOutputChannels = 8;
 
-enum class KernelIsa { Portable, Avx2Fma, Avx512 };  // Avx512: F, BW, DQ and VL (and BMI2)
-bool host_has(KernelIsa isa);
-const char* isa_name(KernelIsa isa);  // "portable", "avx2", "avx512"
-KernelIsa widest_host_isa();
 
 // A kernel that runs a whole forward call, splitting the work over threads itself (the depthwise
 // kernels, whose channels or taps fill the vector lanes across the driver's tiles).

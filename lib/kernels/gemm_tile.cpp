@@ -3,10 +3,24 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernel_isa.hpp"
+
 namespace convjit::detail {
 namespace {
 
-// The portable tile, for hosts without AVX2/FMA: the same chain per element, with std::fma.
+using GemmTileFn = void (*)(const GemmTile&);
+
+// The widest the host has within CONVJIT_MAX_ISA (kernel_isa.hpp): every ISA's tile gives the same bits.
+GemmTileFn select_gemm_tile() {
+#if defined(__x86_64__)
+  if (process_isa_cap() >= KernelIsa::Avx512 && host_has(KernelIsa::Avx512)) return avx512::gemm_tile;
+  if (avx2::supported()) return avx2::gemm_tile;
+#endif
+  return gemm_tile_portable;
+}
+
+}  // namespace
+
 void gemm_tile_portable(const GemmTile& t) {
   for (int i = 0; i < t.rows; ++i) {
     const float* a_row = t.a + i * t.a_row_stride;
@@ -23,17 +37,6 @@ void gemm_tile_portable(const GemmTile& t) {
     }
   }
 }
-
-using GemmTileFn = void (*)(const GemmTile&);
-
-GemmTileFn select_gemm_tile() {
-#if defined(__x86_64__)
-  if (avx2::supported()) return avx2::gemm_tile;
-#endif
-  return gemm_tile_portable;
-}
-
-}  // namespace
 
 void gemm_tile(const GemmTile& tile) {
   static const GemmTileFn fn = select_gemm_tile();

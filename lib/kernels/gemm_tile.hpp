@@ -29,7 +29,10 @@ struct GemmTile {
   bool relu;
 };
 
-void gemm_tile(const GemmTile& tile);
+void gemm_tile(const GemmTile& tile);  // the widest build the host has (gemm_tile.cpp)
+// The portable build, for hosts without AVX2/FMA: the same chain per element, with std::fma (every
+// ISA's build gives its bits).
+void gemm_tile_portable(const GemmTile& tile);
 
 // The register tile over all of an m x n block of C: rows in steps of kTileRows, columns in panels
 // of kTileCols, panel by panel within each step. `first` is the tile of block (0, 0) (its rows and
@@ -40,5 +43,8 @@ namespace avx2 {
 bool supported();
 void gemm_tile(const GemmTile& tile);
 }  // namespace avx2
+namespace avx512 {
+void gemm_tile(const GemmTile& tile);
+}  // namespace avx512
 
 }  // namespace convjit::detail

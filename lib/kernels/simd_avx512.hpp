@@ -19,6 +19,7 @@ struct Avx512Floats {
   static Vec load(const float* p, Mask lanes) { return _mm512_maskz_loadu_ps(lanes, p); }
   static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
   static void store(float* p, Vec v, Mask lanes) { _mm512_mask_storeu_ps(p, lanes, v); }
+  static Vec broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }  // a * b + c, one rounding
   static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   // max(0, v) with v second: vmaxps returns its 2nd operand on NaN and -0, as every tier does.

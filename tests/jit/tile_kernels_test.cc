@@ -18,6 +18,7 @@
 #include "backend.hpp"
 #include "conv_forward.hpp"
 #include "forward_kernels.hpp"
+#include "gemm_tile.hpp"
 #include "jit_support.hpp"
 #include "row_views.hpp"
 #include "threads.hpp"
@@ -207,6 +208,48 @@ INSTANTIATE_TEST_SUITE_P(Rows, GenericTileKernels, ::testing::ValuesIn(rows_of_k
                          [](const ::testing::TestParamInfo<size_t>& info) {
                            return std::string(detail::generic_forward_kernels()[info.param].name);
                          });
+
+// The register tile under every generic kernel: each ISA's build against the portable one (std::fma,
+// the same chain per element), bitwise, on random tiles: every row and column count, packed and
+// indirect B, accumulating or not, bias, relu, strided C.
+TEST(RegisterTile, EveryIsaGivesThePortableBits) {
+  std::vector<std::pair<const char*, void (*)(const detail::GemmTile&)>> builds;
+  if (detail::host_has(detail::KernelIsa::Avx2Fma)) builds.push_back({"avx2", detail::avx2::gemm_tile});
+  if (detail::host_has(detail::KernelIsa::Avx512)) builds.push_back({"avx512", detail::avx512::gemm_tile});
+  if (builds.empty()) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512";
+  Rng rng(0x6E33);
+  for (int c = 0; c < 400; ++c) {
+    detail::GemmTile t{};
+    t.k = rng.uniform_int(1, 70);
+    t.rows = int(rng.uniform_int(1, detail::kTileRows));
+    t.cols = int(rng.uniform_int(1, detail::kTileCols));
+    t.a_row_stride = t.k + rng.uniform_int(0, 3);
+    t.a_step = 1;
+    const std::vector<float> a = random_floats(rng, t.rows * t.a_row_stride);
+    const std::vector<float> b = random_floats(rng, t.k * detail::kTileCols);
+    std::vector<const float*> b_rows;
+    for (int64_t r = t.k; r-- > 0;) b_rows.push_back(b.data() + r * detail::kTileCols);  // rows reversed
+    const std::vector<float> bias = random_floats(rng, detail::kTileRows);
+    t.a = a.data();
+    if (rng.chance(0.5)) t.b_rows = b_rows.data(); else t.b = b.data();
+    t.c_col_stride = rng.chance(0.7) ? 1 : 3;
+    t.c_row_stride = t.c_col_stride * detail::kTileCols + rng.uniform_int(0, 5);
+    t.accumulate = rng.chance(0.3);
+    t.bias = rng.chance(0.5) ? bias.data() : nullptr;
+    t.relu = rng.chance(0.5);
+    const std::vector<float> c0 = random_floats(rng, detail::kTileRows * t.c_row_stride);
+    std::vector<float> want = c0;
+    t.c = want.data();
+    detail::gemm_tile_portable(t);
+    for (const auto& [name, fn] : builds) {
+      std::vector<float> got = c0;
+      t.c = got.data();
+      fn(t);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << name << ", case " << c << ": rows " << t.rows << " cols " << t.cols << " k " << t.k;
+    }
+  }
+}
 
 // Tier 0's whole-call rows (depthwise), each called directly on depthwise problems of both
 // layouts: channel counts around the vector widths (tails of 8 and 16 lanes), padding, stride,
