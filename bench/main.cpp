@@ -80,7 +80,7 @@ convjit::Runtime& tier_runtime(const Tier& t) {
   if (!r) {
     convjit::Policy p = convjit::Policy::from_environment();
     p.backend = t.backend;
-    p.max_isa = t.max_isa;
+    if (t.max_isa != convjit::Isa::Auto) p.max_isa = t.max_isa;  // else CONVJIT_MAX_ISA's
     p.hot_threshold = 0;
     p.async = false;
     p.decline_slower = false;

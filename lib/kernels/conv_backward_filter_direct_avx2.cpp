@@ -1,7 +1,7 @@
 #include <type_traits>
 
-#include "avx2_columns.hpp"
-#include "avx2_rows.hpp"
+#include "lane_columns.hpp"
+#include "simd_avx2.hpp"
 #include "conv_backward_filter_direct.hpp"
 #include "gemm_tile.hpp"
 #include "threads.hpp"
@@ -22,7 +22,7 @@ float horizontal_sum(__m256 v) {
 // output channels' dy rows (y.channel apart) against the input rows of the taps (null: a row in
 // the padding, zero products, skipped; only when MayBePadded).
 template <int Ocb, int Rows, int KW, int Stride, bool MayBePadded>
-inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
+inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g, const ColumnPlan<Avx2Floats, KW, Stride>& columns,
                                                           int64_t step_w, const float* const (&rows)[Rows],
                                                           const float* dy_row, __m256 (&acc)[Ocb][Rows][KW]) {
   const int64_t dy_channel = g.y.channel;
@@ -35,7 +35,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
       if (MayBePadded && !rows[r]) continue;
 #pragma GCC unroll 8
       for (int kw = 0; kw < KW; ++kw) {
-        const __m256 in = load_real_inputs<Stride>(rows[r], first_w + kw * step_w);
+        const __m256 in = load_real_inputs<Avx2Floats, Stride>(rows[r], first_w + kw * step_w);
         for (int o = 0; o < Ocb; ++o) acc[o][r][kw] = _mm256_fmadd_ps(grad[o], in, acc[o][r][kw]);
       }
     }
@@ -52,7 +52,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
       for (int kw = 0; kw < KW; ++kw) {
         const float* at = rows[r] + first_w + kw * step_w;
         __m256 in = _mm256_maskload_ps(at, edge.taps[kw][0]);
-        if constexpr (Stride == 2) in = even_lanes(in, _mm256_maskload_ps(at + 8, edge.taps[kw][1]));
+        if constexpr (Stride == 2) in = Avx2Floats::even_lanes(in, _mm256_maskload_ps(at + 8, edge.taps[kw][1]));
         for (int o = 0; o < Ocb; ++o) acc[o][r][kw] = _mm256_fmadd_ps(grad[o], in, acc[o][r][kw]);
       }
     }
@@ -64,7 +64,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
 // channels and each dy vector once for all taps; each accumulator sees its pixels in the same
 // order whatever the blocking, so every blocking gives the same bits.
 template <int Ocb, int Rows, int KW, int Stride>
-void channel_block(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns, const float* x, const float* dy,
+void channel_block(const ConvGeometry& g, const ColumnPlan<Avx2Floats, KW, Stride>& columns, const float* x, const float* dy,
                    int64_t group, int64_t oc0, int64_t ic, float* dw) {
   const float* x_channel = x + (group * g.ic_per_group + ic) * g.x.channel;
   const float* dy_channel = dy + (group * g.oc_per_group + oc0) * g.y.channel;
@@ -128,7 +128,7 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
 // loads for 3x3, against 9 per 10 one channel at a time); a single channel covers all kernel rows
 // that fit 12 accumulators.
 template <int KW, int Stride>
-void channels(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns, const float* x, const float* dy,
+void channels(const ConvGeometry& g, const ColumnPlan<Avx2Floats, KW, Stride>& columns, const float* x, const float* dy,
               int64_t group, int64_t oc0, int64_t count, int64_t ic, float* dw) {
   constexpr int kMaxOcb = std::min(4, 12 / KW);
   if constexpr (kMaxOcb >= 2) {
@@ -167,7 +167,7 @@ void channels_any_width(const ConvGeometry& g, const float* x, const float* dy, 
                         int64_t count, int64_t ic, float* dw) {
   auto run = [&](auto kw) {
     constexpr int KW = decltype(kw)::value;
-    channels<KW, Stride>(g, plan_columns<KW, Stride>(g), x, dy, group, oc0, count, ic, dw);
+    channels<KW, Stride>(g, plan_columns<Avx2Floats, KW, Stride>(g), x, dy, group, oc0, count, ic, dw);
   };
   switch (g.kernel[2]) {
     case 1: return run(std::integral_constant<int, 1>{});
@@ -185,7 +185,7 @@ void channels_any_width(const ConvGeometry& g, const float* x, const float* dy, 
 bool backward_filter_direct_supported(const ConvGeometry& g) {
   return g.layout == CONVJIT_NCHW && (g.stride[2] == 1 || g.stride[2] == 2) && g.kernel[2] <= kMaxWidth &&
          g.oc_per_group * g.ic_per_group <= kMaxChannelPairs && w_positions_fit_lanes(g) &&
-         edge_vectors(g) <= kMaxEdgeVectors && supported();
+         edge_vectors(g, Avx2Floats::kLanes) <= kMaxEdgeVectors && supported();
 }
 
 void backward_filter_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 
-#include "avx2_columns.hpp"
-#include "avx2_rows.hpp"
+#include "lane_columns.hpp"
+#include "simd_avx2.hpp"
 #include "conv_depthwise_nchw.hpp"
 #include "gemm_tile.hpp"
 #include "threads.hpp"
@@ -18,7 +18,7 @@ constexpr int64_t kMaxExtent = 3;  // kernel rows and columns kept in registers
 // per row: one 9-tap chain alone waits on the FMA latency). Taps kh in [kh_begin, kh_end), the
 // same for every row of the group (the others read padding: zero products, skipped).
 template <int KH, int KW, int Stride, int Rows, typename Finish>
-inline void row_group(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns, const float* x_plane,
+inline void row_group(const ConvGeometry& g, const ColumnPlan<Avx2Floats, KW, Stride>& columns, const float* x_plane,
                       const __m256 (&weight)[KH][KW], int64_t oh, int64_t kh_begin, int64_t kh_end, Finish&& finish,
                       float* y_plane) {
   const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
@@ -43,14 +43,14 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<KW, Stride>& colum
     return std::to_array(acc);
   };
   for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
-    const auto acc = vector_at(ow, [](const float* at, int) { return load_real_inputs<Stride>(at, 0); });
+    const auto acc = vector_at(ow, [](const float* at, int) { return load_real_inputs<Avx2Floats, Stride>(at, 0); });
     for (int r = 0; r < Rows; ++r) _mm256_storeu_ps(y_plane + (oh + r) * g.y.spatial[1] + ow, finish(acc[r]));
   }
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto& edge = columns.edges[e];
     const auto acc = vector_at(edge.ow, [&](const float* at, int kw) {
       __m256 in = _mm256_maskload_ps(at, edge.taps[kw][0]);
-      if constexpr (Stride == 2) in = even_lanes(in, _mm256_maskload_ps(at + 8, edge.taps[kw][1]));
+      if constexpr (Stride == 2) in = Avx2Floats::even_lanes(in, _mm256_maskload_ps(at + 8, edge.taps[kw][1]));
       return in;
     });
     for (int r = 0; r < Rows; ++r)
@@ -65,7 +65,7 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<KW, Stride>& colum
 constexpr int kGroupRows = 4;
 
 template <int KH, int KW, int Stride>
-void channel_plane(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns, const float* x_plane, const float* w,
+void channel_plane(const ConvGeometry& g, const ColumnPlan<Avx2Floats, KW, Stride>& columns, const float* x_plane, const float* w,
                    const float* bias, bool relu, float* y_plane) {
   __m256 weight[KH][KW];
   for (int kh = 0; kh < KH; ++kh) {
@@ -106,7 +106,7 @@ void channel_plane(const ConvGeometry& g, const ColumnPlan<KW, Stride>& columns,
 template <int KH, int KW, int Stride>
 void all_planes(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
                 float* y) {
-  const ColumnPlan<KW, Stride> columns = plan_columns<KW, Stride>(g);
+  const ColumnPlan<Avx2Floats, KW, Stride> columns = plan_columns<Avx2Floats, KW, Stride>(g);
   parallel_for(threads, g.batch * g.groups, g.flops(), [&](int64_t task) {
     const int64_t n = task / g.groups, c = task % g.groups;
     channel_plane<KH, KW, Stride>(g, columns, x + n * g.x.batch + c * g.x.channel, w + c * g.taps,
@@ -144,7 +144,7 @@ bool depthwise_nchw_supported(const ConvGeometry& g) {
   // before it), stride 1 or 2 along W.
   return g.layout == CONVJIT_NCHW && g.ic_per_group == 1 && g.oc_per_group == 1 && g.in[0] == 1 && g.out[0] == 1 &&
          g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.kernel[1] <= kMaxExtent && g.kernel[2] <= kMaxExtent &&
-         (g.stride[2] == 1 || g.stride[2] == 2) && w_positions_fit_lanes(g) && edge_vectors(g) <= kMaxEdgeVectors &&
+         (g.stride[2] == 1 || g.stride[2] == 2) && w_positions_fit_lanes(g) && edge_vectors(g, Avx2Floats::kLanes) <= kMaxEdgeVectors &&
          supported();
 }
 

@@ -12,8 +12,15 @@ namespace {
 bool takes_every_problem(const ConvGeometry&) { return true; }
 
 #if defined(__x86_64__)
+template <bool (*supported)(const convjit_conv_problem&)>
 bool takes_few_channels_direct(const ConvGeometry& g) {
-  return g.oc_per_group <= kDirectMaxOutputChannels && avx2::conv_tile_direct_supported(g);
+  return g.oc_per_group <= kDirectMaxOutputChannels && supported(g);
+}
+// The AVX-512 build where its rows fill no fewer lanes than AVX2's (rows of 24 pixels are 3 ymm
+// but 2 zmm, one half empty: seed_chain_2 ran 0.74x; bench/RESULTS.md, "Why the tier rules ...").
+bool takes_few_channels_direct_wide(const ConvGeometry& g) {
+  const auto rounded = [&](int64_t lanes) { return (g.out[2] + lanes - 1) / lanes * lanes; };
+  return rounded(16) == rounded(8) && takes_few_channels_direct<avx512::conv_tile_direct_supported>(g);
 }
 #endif
 
@@ -39,8 +46,10 @@ constexpr GenericForwardKernel kRows[] = {
                    avx2::depthwise_nhwc, kDepthwiseNhwcWins),
     whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx2", KernelIsa::Avx2Fma, avx2::depthwise_nchw_supported,
                    avx2::depthwise_nchw, "depthwise up to 3x3: the generic kernel keeps the taps in registers"),
-    tile_row("conv_fwd_f32_direct_oc8__avx2", KernelIsa::Avx2Fma, takes_few_channels_direct, avx2::conv_tile_direct,
-             Packing::InPlace),
+    tile_row("conv_fwd_f32_direct_oc8__avx512", KernelIsa::Avx512, takes_few_channels_direct_wide,
+             avx512::conv_tile_direct, Packing::InPlace),
+    tile_row("conv_fwd_f32_direct_oc8__avx2", KernelIsa::Avx2Fma,
+             takes_few_channels_direct<avx2::conv_tile_direct_supported>, avx2::conv_tile_direct, Packing::InPlace),
 #endif
     // Last: takes every problem (its 6x16 tile picks AVX2 or portable code itself, lib/kernels/gemm_tile.cpp).
     tile_row("conv_fwd_f32_packed_6x16", KernelIsa::Portable, takes_every_problem, conv_tile_generic,

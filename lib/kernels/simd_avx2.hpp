@@ -29,6 +29,21 @@ struct Avx2Floats {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static Mask all_lanes() { return _mm256_set1_epi32(-1); }
+  static Mask no_lanes() { return _mm256_setzero_si256(); }
+  // Lanes l whose position first + l lies in [0, end), compared in int32: first and end must lie
+  // within 2^31 - kLanes of zero (lane_rows.hpp: w_positions_fit_lanes).
+  static Mask lanes_between(int64_t first, int64_t end) {
+    const __m256i position =
+        _mm256_add_epi32(_mm256_set1_epi32(int32_t(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i at_least_zero = _mm256_cmpgt_epi32(position, _mm256_set1_epi32(-1));
+    const __m256i below_end = _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(end)), position);
+    return _mm256_and_si256(at_least_zero, below_end);
+  }
+  // The even lanes of a and b, in order: a0 a2 a4 a6 b0 b2 b4 b6.
+  static Vec even_lanes(Vec a, Vec b) {
+    const __m256 even = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
+  }
   static void leave() { _mm256_zeroupper(); }  // before returning to SSE code
 };
 

@@ -28,6 +28,20 @@ struct Avx512Floats {
   // Lanes [0, n), n in [0, kLanes].
   static Mask first_lanes(int64_t n) { return Mask(n >= kLanes ? 0xFFFF : (1u << n) - 1); }
   static Mask all_lanes() { return Mask(0xFFFF); }
+  static Mask no_lanes() { return Mask(0); }
+  // Lanes l whose position first + l lies in [0, end), compared in int32: first and end must lie
+  // within 2^31 - kLanes of zero (lane_rows.hpp: w_positions_fit_lanes).
+  static Mask lanes_between(int64_t first, int64_t end) {
+    const __m512i position = _mm512_add_epi32(_mm512_set1_epi32(int32_t(first)),
+                                              _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    return Mask(_mm512_cmpgt_epi32_mask(position, _mm512_set1_epi32(-1)) &
+                _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(int32_t(end)), position));
+  }
+  // The even lanes of a and b, in order: a0 a2 ... a14 b0 b2 ... b14.
+  static Vec even_lanes(Vec a, Vec b) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_permutex2var_ps(a, even, b);
+  }
   static void leave() { _mm256_zeroupper(); }  // before returning to SSE code
 };
 

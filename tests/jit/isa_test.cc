@@ -36,6 +36,26 @@ Policy capped_policy(Isa max_isa) {
   return p;
 }
 
+// Every problem of the sweep on `runtime`: close to the oracle, and bitwise the same on each other
+// runtime (stops after 10 failing problems).
+void expect_agreement(Runtime& runtime, const std::vector<std::pair<Runtime*, std::string>>& others, uint64_t seed) {
+  const std::vector<ConvDims> shapes = isa_sweep();
+  int failures = 0;
+  for (size_t i = 0; i < shapes.size() && failures < 10; ++i) {
+    const Problem p(shapes[i], case_seed(seed, i));
+    const std::vector<float> y = p.run(runtime);
+    const auto close = p.matches_reference(y, "y");
+    EXPECT_TRUE(close) << "case " << i;
+    bool agreed = bool(close);
+    for (const auto& [other, what] : others) {
+      const auto same = p.same_bits(y, p.run(*other), what);
+      EXPECT_TRUE(same) << "case " << i;
+      agreed = agreed && bool(same);
+    }
+    failures += !agreed;
+  }
+}
+
 struct KernelCounts {
   int avx512 = 0, avx2 = 0;
 };
@@ -55,19 +75,7 @@ TEST(Isa, Avx512KernelsRunAndMatchAvx2AndGenericBitwise) {
   Runtime avx2(capped_policy(Isa::Avx2));
   Runtime generic(generic_policy());
   CONVJIT_SKIP_WITHOUT_BACKEND(widest);
-  const std::vector<ConvDims> shapes = isa_sweep();
-  int failures = 0;
-  for (size_t i = 0; i < shapes.size() && failures < 10; ++i) {
-    const Problem p(shapes[i], case_seed(0x15A0, i));
-    const std::vector<float> y = p.run(widest);
-    const auto close = p.matches_reference(y, "widest y");
-    const auto same_avx2 = p.same_bits(y, p.run(avx2), "widest vs avx2");
-    const auto same_generic = p.same_bits(y, p.run(generic), "widest vs generic");
-    EXPECT_TRUE(close) << "case " << i;
-    EXPECT_TRUE(same_avx2) << "case " << i;
-    EXPECT_TRUE(same_generic) << "case " << i;
-    failures += !close || !same_avx2 || !same_generic;
-  }
+  expect_agreement(widest, {{&avx2, "widest vs avx2"}, {&generic, "widest vs generic"}}, 0x15A0);
   const KernelCounts widest_kernels = kernel_counts(widest.stats());
   const KernelCounts avx2_kernels = kernel_counts(avx2.stats());
   EXPECT_GE(widest_kernels.avx512, 60) << "too few configurations ran AVX-512 kernels for the comparison to mean much";
@@ -75,6 +83,17 @@ TEST(Isa, Avx512KernelsRunAndMatchAvx2AndGenericBitwise) {
   EXPECT_GE(avx2_kernels.avx2, widest_kernels.avx512);
   EXPECT_EQ(widest.stats().isa, "avx512");
   EXPECT_EQ(avx2.stats().isa, "avx2");
+}
+
+// Tier 0 alone: a runtime without a backend runs the AVX-512 rows of tier 0's table (direct tile,
+// NHWC depthwise), one capped at AVX2 their AVX2 twins: bitwise the same.
+TEST(Isa, Tier0RowsOfBothIsasGiveTheSameBits) {
+  if (kernel_isa(Isa::Auto) != "avx512") GTEST_SKIP() << "this host lacks AVX-512 (F, BW, DQ, VL)";
+  Policy widest = generic_policy(), avx2 = generic_policy();
+  widest.max_isa = Isa::Auto;
+  avx2.max_isa = Isa::Avx2;
+  Runtime widest_runtime(widest), avx2_runtime(avx2);
+  expect_agreement(widest_runtime, {{&avx2_runtime, "tier 0: widest vs avx2"}}, 0x15A2);
 }
 
 // NHWC kernels and NCHW ones with rows that fill AVX-512's blocks take it; NCHW rows of 16-31

@@ -162,12 +162,33 @@ std::vector<TileSpot> row_spots(const detail::ConvGeometry& g, int64_t min_pixel
   };
 }
 
+// NCHW problems with 1-8 output channels per group and output rows of 9-16, 25-32 and 48 pixels,
+// the lengths that whole 16-lane vectors fill (the AVX-512 direct tile takes those only), at
+// strides 1 and 2, with padding, dilation and both modes.
+std::vector<ConvDims> few_channel_rows() {
+  Rng rng(0x71E8);
+  std::vector<ConvDims> shapes;
+  for (int i = 0; i < 32; ++i) {
+    const int64_t out_w = std::vector<int64_t>{9, 12, 15, 16, 25, 31, 32, 48}[size_t(i % 8)];
+    const int64_t stride = 1 + i / 8 % 2, kernel = rng.uniform_int(1, 5), dilation = rng.uniform_int(1, 2);
+    const int64_t pad = rng.uniform_int(0, 2), groups = rng.chance(0.3) ? 2 : 1;
+    const int64_t in_w = (out_w - 1) * stride + (kernel - 1) * dilation + 1 - 2 * pad;
+    const int64_t ic = groups * rng.uniform_int(1, 3), oc = groups * rng.uniform_int(1, 8);
+    const Mode mode = i / 16 % 2 ? Mode::Convolution : Mode::CrossCorrelation;
+    const int64_t in_h = (kernel - 1) * dilation + rng.uniform_int(1, 4);
+    shapes.push_back(conv(2, Layout::NCHW, rng.uniform_int(1, 2), ic, oc, groups, {in_h, in_w, 1}, {kernel, kernel, 1},
+                          {stride, stride, 1}, {pad, pad, 0}, {dilation, dilation, 1}, mode));
+  }
+  return shapes;
+}
+
 // Short rows (which tier 0's tiles cross) and long ones (which the row kernels take).
 std::vector<ConvDims> tester_shapes() {
   std::vector<ConvDims> shapes = random_conv_sweep(0x71E5, 72);
   for (const ConvDims& d : random_conv_sweep(0x71E6, 24, wide_channel_limits())) shapes.push_back(d);
   for (const ConvDims& d : long_row_sweep(0x71E7, 48, 400000)) shapes.push_back(d);
   for (const ConvDims& d : larger_conv_shapes()) shapes.push_back(d);
+  for (const ConvDims& d : few_channel_rows()) shapes.push_back(d);
   return shapes;
 }
 

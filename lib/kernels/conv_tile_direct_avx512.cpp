@@ -1,0 +1,15 @@
+#include "conv_tile_direct_impl.hpp"
+#include "kernel_isa.hpp"
+#include "simd_avx512.hpp"
+
+namespace convjit::detail::avx512 {
+
+bool conv_tile_direct_supported(const convjit_conv_problem& g) {
+  return conv_tile_direct_fits(g) && host_has(KernelIsa::Avx512);
+}
+
+void conv_tile_direct(const convjit_conv_problem* problem, const convjit_conv_tile* tile) {
+  run_conv_tile_direct<Avx512Floats>(problem, tile);
+}
+
+}  // namespace convjit::detail::avx512
