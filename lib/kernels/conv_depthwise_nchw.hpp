@@ -1,17 +1,25 @@
 // Tier 0's forward for NCHW depthwise convolution (one input and one output channel per group)
 // with kernels up to 3x3: a channel's taps stay broadcast in registers for its whole plane, so each
-// tap of each 8-pixel vector is one load and one FMA (the general direct tile reloads the weight
+// tap of each vector of pixels is one load and one FMA (the general direct tile reloads the weight
 // for every tap of every pixel block). Each output is the chain of jit/abi/conv_tile_abi.h (taps in
 // weight order from 0.0f, then bias, then relu); taps in the padding are masked lanes or skipped
-// rows (zero products). AVX2/FMA only.
+// rows (zero products). One kernel (conv_depthwise_nchw_impl.hpp) built for AVX2/FMA and AVX-512.
 #pragma once
 
 #include "geometry.hpp"
 
-namespace convjit::detail::avx2 {
+namespace convjit::detail {
 
+namespace avx2 {
 bool depthwise_nchw_supported(const ConvGeometry& g);
 void depthwise_nchw(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
                     float* y);
+}  // namespace avx2
 
-}  // namespace convjit::detail::avx2
+namespace avx512 {
+bool depthwise_nchw_supported(const ConvGeometry& g);
+void depthwise_nchw(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
+                    float* y);
+}  // namespace avx512
+
+}  // namespace convjit::detail

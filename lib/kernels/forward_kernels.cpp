@@ -24,6 +24,7 @@ bool takes_few_channels_direct_wide(const ConvGeometry& g) {
 }
 #endif
 
+constexpr const char* kDepthwiseNchwWins = "depthwise up to 3x3: the generic kernel keeps the taps in registers";
 constexpr const char* kDepthwiseNhwcWins = "depthwise NHWC: the generic kernel has the groups in the vector lanes";
 
 // Row makers: the register tile's granules are every tile row's, the whole-call kernels' too
@@ -44,8 +45,10 @@ constexpr GenericForwardKernel kRows[] = {
                    avx512::depthwise_nhwc, kDepthwiseNhwcWins),
     whole_call_row("conv_fwd_f32_depthwise_nhwc__avx2", KernelIsa::Avx2Fma, avx2::depthwise_nhwc_supported,
                    avx2::depthwise_nhwc, kDepthwiseNhwcWins),
+    whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx512", KernelIsa::Avx512, avx512::depthwise_nchw_supported,
+                   avx512::depthwise_nchw, kDepthwiseNchwWins),
     whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx2", KernelIsa::Avx2Fma, avx2::depthwise_nchw_supported,
-                   avx2::depthwise_nchw, "depthwise up to 3x3: the generic kernel keeps the taps in registers"),
+                   avx2::depthwise_nchw, kDepthwiseNchwWins),
     tile_row("conv_fwd_f32_direct_oc8__avx512", KernelIsa::Avx512, takes_few_channels_direct_wide,
              avx512::conv_tile_direct, Packing::InPlace),
     tile_row("conv_fwd_f32_direct_oc8__avx2", KernelIsa::Avx2Fma,
