@@ -225,7 +225,29 @@ class Generator : public CodeGenerator {
     emit_store(pixels);
   }
 
-  // Taps in OHWI order (kd, kh, kw), each reducing over the input channels.
+  // body() n times with step() between: unrolled, or as a run-time loop counted in `counter` on
+  // the stack (no register is free; the step after the last pass is harmless: every pointer it
+  // moves is set again before its next use).
+  template <typename Body, typename Step>
+  void emit_times(int64_t n, bool rolled, Local counter, Body&& body, Step&& step) {
+    if (!rolled || n == 1) {
+      for (int64_t i = 0; i < n; ++i) {
+        if (i > 0) step();
+        body();
+      }
+      return;
+    }
+    Label loop;
+    mov(local(counter), int(n));
+    L(loop);
+    body();
+    step();
+    dec(local(counter));
+    jnz(loop, T_NEAR);
+  }
+
+  // Taps in OHWI order (kd, kh, kw), each reducing over the input channels; the packed weights
+  // run on in k order.
   void emit_taps(int pixels) {
     const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
     auto start_reversed = [&](const Reg64& target, const Operand& step, int64_t n) {
@@ -241,42 +263,15 @@ class Generator : public CodeGenerator {
       if (kd > 0) advance(reg_plane, local(kPlaneStep));
       mov(reg_row, reg_plane);
       start_reversed(reg_row, local(kRowStep), kh_n);
-      auto emit_row = [&] {  // one kernel row's taps; the packed weights run on in k order
-        mov(reg_tap, reg_row);
-        start_reversed(reg_tap, reg_col_step, kw_n);
-        if (!plan_.rolled_columns || kw_n == 1) {
-          for (int64_t kw = 0; kw < kw_n; ++kw) {
-            if (kw > 0) advance(reg_tap, reg_col_step);
-            emit_ic_loop(pixels);
-          }
-          return;
-        }
-        Label column_loop, last_column;
-        mov(local(kColumnsLeft), int(kw_n));
-        L(column_loop);
-        emit_ic_loop(pixels);
-        dec(local(kColumnsLeft));
-        jz(last_column, T_NEAR);
-        advance(reg_tap, reg_col_step);
-        jmp(column_loop, T_NEAR);
-        L(last_column);
-      };
-      if (!plan_.rolled_rows) {
-        for (int64_t kh = 0; kh < kh_n; ++kh) {
-          if (kh > 0) advance(reg_row, local(kRowStep));
-          emit_row();
-        }
-        continue;
-      }
-      // Tall kernels (kRolledKernelRows): the rows in a loop; its count lives on the stack (no
-      // register is free).
-      Label row_loop;
-      mov(local(kRowsLeft), int(kh_n));
-      L(row_loop);
-      emit_row();
-      advance(reg_row, local(kRowStep));
-      dec(local(kRowsLeft));
-      jnz(row_loop, T_NEAR);
+      emit_times(
+          kh_n, plan_.rolled_rows, kRowsLeft,
+          [&] {
+            mov(reg_tap, reg_row);
+            start_reversed(reg_tap, reg_col_step, kw_n);
+            emit_times(kw_n, plan_.rolled_columns, kColumnsLeft, [&] { emit_ic_loop(pixels); },
+                       [&] { advance(reg_tap, reg_col_step); });
+          },
+          [&] { advance(reg_row, local(kRowStep)); });
     }
   }
 
