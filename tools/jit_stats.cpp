@@ -136,9 +136,11 @@ std::string tier_note(const Row& r, int64_t threshold, const std::string& backen
 void print_table(const json& stats) {
   const std::vector<Row> rows = rows_of(stats);
   const int64_t threshold = stats.at("policy").at("hot_threshold");
-  std::printf("backend %s%s%s, hot threshold %lld\n", stats.at("backend").get<std::string>().c_str(),
+  // Files written before the ISA field (same schema version) have no "isa": the line omits it.
+  const std::string isa = stats.contains("isa") ? ", kernels up to " + stats.at("isa").get<std::string>() : "";
+  std::printf("backend %s%s%s%s, hot threshold %lld\n", stats.at("backend").get<std::string>().c_str(),
               stats.at("backend_unavailable_reason").get<std::string>().empty() ? "" : ": ",
-              stats.at("backend_unavailable_reason").get<std::string>().c_str(), (long long)threshold);
+              stats.at("backend_unavailable_reason").get<std::string>().c_str(), isa.c_str(), (long long)threshold);
   std::printf("%-40s %8s %8s %11s %11s %8s %10s %7s  %s\n", "configuration", "generic", "jit", "generic us", "jit us",
               "speedup", "compile us", "bytes", "tier");
   double total_us = 0;

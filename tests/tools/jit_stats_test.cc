@@ -134,6 +134,7 @@ TEST_F(JitStats, ShowPrintsOneRowPerConfigurationSortedByTimeSpent) {
   std::string backend_line = "backend " + a_.at("backend").get<std::string>();
   if (a_.at("backend_unavailable_reason") != "")
     backend_line += ": " + a_.at("backend_unavailable_reason").get<std::string>();
+  backend_line += ", kernels up to " + a_.at("isa").get<std::string>();  // the ISA the runtime's kernels use
   EXPECT_EQ(lines[0], backend_line + ", hot threshold 2");
   for (const char* column : {"configuration", "generic", "jit", "speedup", "compile us", "bytes", "tier"}) {
     EXPECT_CONTAINS(lines[1], column);
@@ -294,7 +295,8 @@ TEST_F(JitStats, RunSeedShowsFirstResultTableAndTimeline) {
       << run.out;
   const std::string& backend_line = *(header - 1);
   if (backend_line.rfind("backend none", 0) == 0) GTEST_SKIP() << "no JIT backend on this host: " << backend_line;
-  EXPECT_EQ(backend_line.rfind("backend xbyak, hot threshold 0", 0), 0u) << backend_line;
+  EXPECT_EQ(backend_line.rfind("backend xbyak, kernels up to avx", 0), 0u) << backend_line;  // avx2 or avx512
+  EXPECT_CONTAINS(backend_line, ", hot threshold 0");
 
   // Seed network forward (6) and backward data (6) configurations; all but the declined ones on
   // the JIT tier, their tier column the kernel's name.
