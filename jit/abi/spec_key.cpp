@@ -39,10 +39,6 @@ std::string SpecKey::name() const {
   return n + "__" + isa_name(isa);
 }
 
-const char* isa_name(Isa isa) {
-  return isa == Isa::Avx512 ? "avx512" : "avx2";
-}
-
 SpecKey make_spec_key(const convjit_conv_problem& p, int32_t rank, bool relu, Isa isa, bool specialize_sizes) {
   SpecKey k{};
   k.rank = rank;

@@ -9,16 +9,9 @@
 
 #include "convjit/convjit.h"
 #include "conv_tile_abi.h"
+#include "isa.hpp"
 
 namespace convjit::jit {
-
-// The instruction set a kernel is emitted for. Ordered: a cap of one allows every one below it.
-enum class Isa : int32_t {
-  Avx2Fma = 1,  // AVX2 and FMA: 16 ymm of 8 floats
-  Avx512 = 2,   // AVX-512 F, BW, DQ and VL: 32 zmm of 16 floats, opmask registers
-};
-// "avx2" or "avx512": the suffix of kernel names, CONVJIT_MAX_ISA's values.
-const char* isa_name(Isa isa);
 
 inline constexpr int32_t kNhwcNarrowClass = 16;  // fewer than 32 output channels per group
 inline constexpr int32_t kNhwcWideClass = 32;    // 32 or more

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <xbyak/xbyak.h>
-#include <xbyak/xbyak_util.h>
 
 #include "spec_key.hpp"
 
@@ -28,16 +27,6 @@ inline const IsaTraits& traits_of(Isa isa) {
 inline Xbyak::Xmm vector(const IsaTraits& isa, int i) {
   if (isa.vector_bytes == 64) return Xbyak::Zmm(i);
   return Xbyak::Ymm(i);
-}
-
-// CPUID and the OS's saved register state (Xbyak checks XGETBV) say the host runs it.
-inline bool host_supports(Isa isa) {
-  using Xbyak::util::Cpu;
-  static const Cpu cpu;
-  const bool avx2 = cpu.has(Cpu::tAVX2) && cpu.has(Cpu::tFMA);
-  if (isa == Isa::Avx2Fma) return avx2;
-  return avx2 && cpu.has(Cpu::tAVX512F) && cpu.has(Cpu::tAVX512BW) && cpu.has(Cpu::tAVX512DQ) &&
-         cpu.has(Cpu::tAVX512VL) && cpu.has(Cpu::tBMI2);
 }
 
 inline constexpr int kFloatBytes = 4;

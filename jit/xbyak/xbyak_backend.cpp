@@ -23,7 +23,7 @@ class XbyakBackend : public Backend {
   const char* name() const override { return "xbyak"; }
 
   std::string unavailable_reason() const override {
-    if (!xbyak::host_supports(Isa::Avx2Fma)) return "host lacks AVX2/FMA";
+    if (!host_has(Isa::Avx2Fma)) return "host lacks AVX2/FMA";
     return {};
   }
 
@@ -31,7 +31,7 @@ class XbyakBackend : public Backend {
   // kernel's smallest block and not flattened (AVX-512's NCHW blocks are 32 pixels, AVX2's 16):
   // its rows would all go to the generic tile. jit/README.md: "Which ISA a kernel gets".
   Isa isa_for(const convjit_conv_problem& p, Isa cap) const override {
-    if (cap < Isa::Avx512 || !xbyak::host_supports(Isa::Avx512)) return Isa::Avx2Fma;
+    if (cap < Isa::Avx512 || !host_has(Isa::Avx512)) return Isa::Avx2Fma;
     if (flattens_rows(p, xbyak::kAvx512Traits.lanes)) return Isa::Avx512;
     const int32_t oc_class = p.oc_per_group >= kNhwcWideClass ? kNhwcWideClass : kNhwcNarrowClass;
     const int64_t min_row = p.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(Isa::Avx512)
@@ -56,7 +56,7 @@ class XbyakBackend : public Backend {
   }
 
   bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) override {
-    if (!xbyak::host_supports(key.isa)) {
+    if (!host_has(key.isa)) {
       *error = std::string("host lacks ") + isa_name(key.isa);
       return false;
     }

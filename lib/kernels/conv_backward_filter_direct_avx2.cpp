@@ -3,7 +3,7 @@
 #include "lane_columns.hpp"
 #include "simd_avx2.hpp"
 #include "conv_backward_filter_direct.hpp"
-#include "gemm_tile.hpp"
+#include "isa.hpp"
 #include "threads.hpp"
 
 namespace convjit::detail::avx2 {
@@ -185,7 +185,7 @@ void channels_any_width(const ConvGeometry& g, const float* x, const float* dy, 
 bool backward_filter_direct_supported(const ConvGeometry& g) {
   return g.layout == CONVJIT_NCHW && (g.stride[2] == 1 || g.stride[2] == 2) && g.kernel[2] <= kMaxWidth &&
          g.oc_per_group * g.ic_per_group <= kMaxChannelPairs && w_positions_fit_lanes(g) &&
-         edge_vectors(g, Avx2Floats::kLanes) <= kMaxEdgeVectors && supported();
+         edge_vectors(g, Avx2Floats::kLanes) <= kMaxEdgeVectors && jit::host_has(jit::Isa::Avx2Fma);
 }
 
 void backward_filter_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {

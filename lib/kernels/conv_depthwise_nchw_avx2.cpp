@@ -1,11 +1,11 @@
 #include "conv_depthwise_nchw_impl.hpp"
-#include "gemm_tile.hpp"
+#include "isa.hpp"
 #include "simd_avx2.hpp"
 
 namespace convjit::detail::avx2 {
 
 bool depthwise_nchw_supported(const ConvGeometry& g) {
-  return depthwise_nchw_fits<Avx2Floats>(g) && supported();
+  return depthwise_nchw_fits<Avx2Floats>(g) && jit::host_has(jit::Isa::Avx2Fma);
 }
 
 void depthwise_nchw(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,

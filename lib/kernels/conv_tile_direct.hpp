@@ -2,7 +2,7 @@
 // rows, a vector of pixels at a time (8 per ymm, 16 per zmm), weights broadcast straight from OIHW,
 // no packing. Taps in the padding are masked lanes (zero products) or skipped rows; for finite
 // inputs both add exactly nothing, so the numbers are those of jit/abi/conv_tile_abi.h. One kernel
-// (conv_tile_direct_impl.hpp) built for AVX2/FMA and for AVX-512: check supported() first.
+// (conv_tile_direct_impl.hpp) built for AVX2/FMA and for AVX-512: check *_supported() first.
 #pragma once
 
 #include "conv_tile_abi.h"

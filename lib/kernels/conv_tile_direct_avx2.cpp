@@ -1,11 +1,11 @@
 #include "conv_tile_direct_impl.hpp"
-#include "gemm_tile.hpp"
+#include "isa.hpp"
 #include "simd_avx2.hpp"
 
 namespace convjit::detail::avx2 {
 
 bool conv_tile_direct_supported(const convjit_conv_problem& g) {
-  return conv_tile_direct_fits(g) && supported();
+  return conv_tile_direct_fits(g) && jit::host_has(jit::Isa::Avx2Fma);
 }
 
 void conv_tile_direct(const convjit_conv_problem* problem, const convjit_conv_tile* tile) {

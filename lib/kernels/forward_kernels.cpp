@@ -30,32 +30,32 @@ constexpr const char* kDepthwiseNhwcWins = "depthwise NHWC: the generic kernel h
 // Row makers: the register tile's granules are every tile row's, the whole-call kernels' too
 // (they matter only when a compiled kernel falls back to a tile).
 enum class Packing { InPlace, Patches };
-constexpr GenericForwardKernel tile_row(const char* name, KernelIsa isa, bool (*takes)(const ConvGeometry&),
+constexpr GenericForwardKernel tile_row(const char* name, jit::Isa isa, bool (*takes)(const ConvGeometry&),
                                         convjit_conv_tile_fn tile, Packing packing) {
   return {name, isa, takes, tile, nullptr, packing == Packing::Patches, kTileCols, kTileRows, nullptr};
 }
-constexpr GenericForwardKernel whole_call_row(const char* name, KernelIsa isa, bool (*takes)(const ConvGeometry&),
+constexpr GenericForwardKernel whole_call_row(const char* name, jit::Isa isa, bool (*takes)(const ConvGeometry&),
                                               ConvForwardOpFn whole_call, const char* jit_loses_because) {
   return {name, isa, takes, nullptr, whole_call, false, kTileCols, kTileRows, jit_loses_because};
 }
 
 constexpr GenericForwardKernel kRows[] = {
 #if defined(__x86_64__)
-    whole_call_row("conv_fwd_f32_depthwise_nhwc__avx512", KernelIsa::Avx512, avx512::depthwise_nhwc_supported,
+    whole_call_row("conv_fwd_f32_depthwise_nhwc__avx512", jit::Isa::Avx512, avx512::depthwise_nhwc_supported,
                    avx512::depthwise_nhwc, kDepthwiseNhwcWins),
-    whole_call_row("conv_fwd_f32_depthwise_nhwc__avx2", KernelIsa::Avx2Fma, avx2::depthwise_nhwc_supported,
+    whole_call_row("conv_fwd_f32_depthwise_nhwc__avx2", jit::Isa::Avx2Fma, avx2::depthwise_nhwc_supported,
                    avx2::depthwise_nhwc, kDepthwiseNhwcWins),
-    whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx512", KernelIsa::Avx512, avx512::depthwise_nchw_supported,
+    whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx512", jit::Isa::Avx512, avx512::depthwise_nchw_supported,
                    avx512::depthwise_nchw, kDepthwiseNchwWins),
-    whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx2", KernelIsa::Avx2Fma, avx2::depthwise_nchw_supported,
+    whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx2", jit::Isa::Avx2Fma, avx2::depthwise_nchw_supported,
                    avx2::depthwise_nchw, kDepthwiseNchwWins),
-    tile_row("conv_fwd_f32_direct_oc8__avx512", KernelIsa::Avx512, takes_few_channels_direct_wide,
+    tile_row("conv_fwd_f32_direct_oc8__avx512", jit::Isa::Avx512, takes_few_channels_direct_wide,
              avx512::conv_tile_direct, Packing::InPlace),
-    tile_row("conv_fwd_f32_direct_oc8__avx2", KernelIsa::Avx2Fma,
+    tile_row("conv_fwd_f32_direct_oc8__avx2", jit::Isa::Avx2Fma,
              takes_few_channels_direct<avx2::conv_tile_direct_supported>, avx2::conv_tile_direct, Packing::InPlace),
 #endif
     // Last: takes every problem (its 6x16 tile picks AVX2 or portable code itself, lib/kernels/gemm_tile.cpp).
-    tile_row("conv_fwd_f32_packed_6x16", KernelIsa::Portable, takes_every_problem, conv_tile_generic,
+    tile_row("conv_fwd_f32_packed_6x16", jit::Isa::Portable, takes_every_problem, conv_tile_generic,
              Packing::Patches),
 };
 
@@ -63,9 +63,9 @@ constexpr GenericForwardKernel kRows[] = {
 
 std::span<const GenericForwardKernel> generic_forward_kernels() { return kRows; }
 
-const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind, KernelIsa max_isa) {
+const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind, jit::Isa max_isa) {
   for (const GenericForwardKernel& k : kRows) {
-    if ((kind == RowKind::Any || k.tile) && k.isa <= max_isa && host_has(k.isa) && k.takes(g)) return k;
+    if ((kind == RowKind::Any || k.tile) && k.isa <= max_isa && jit::host_has(k.isa) && k.takes(g)) return k;
   }
   return kRows[std::size(kRows) - 1];  // the register tile takes every problem
 }

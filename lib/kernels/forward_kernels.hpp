@@ -28,7 +28,7 @@ using ConvForwardOpFn = void (*)(const ConvGeometry& g, int threads, const float
 
 struct GenericForwardKernel {
   const char* name;  // op, layout or kind, then "__" and the ISA
-  KernelIsa isa;
+  jit::Isa isa;
   bool (*takes)(const ConvGeometry& g);
   // Exactly one is set: a tile kernel, which the driver tiles and threads (the tile ABI of
   // jit/abi/conv_tile_abi.h), or one that runs the whole call.
@@ -49,6 +49,6 @@ std::span<const GenericForwardKernel> generic_forward_kernels();
 // compiled row kernel falls back to for segments it cannot view).
 enum class RowKind { Any, Tile };
 const GenericForwardKernel& generic_forward_kernel(const ConvGeometry& g, RowKind kind = RowKind::Any,
-                                                   KernelIsa max_isa = KernelIsa::Avx512);
+                                                   jit::Isa max_isa = jit::Isa::Avx512);
 
 }  // namespace convjit::detail

@@ -13,8 +13,8 @@ using GemmTileFn = void (*)(const GemmTile&);
 // The widest the host has within CONVJIT_MAX_ISA (kernel_isa.hpp): every ISA's tile gives the same bits.
 GemmTileFn select_gemm_tile() {
 #if defined(__x86_64__)
-  if (process_isa_cap() >= KernelIsa::Avx512 && host_has(KernelIsa::Avx512)) return avx512::gemm_tile;
-  if (avx2::supported()) return avx2::gemm_tile;
+  if (process_isa_cap() >= jit::Isa::Avx512 && jit::host_has(jit::Isa::Avx512)) return avx512::gemm_tile;
+  if (jit::host_has(jit::Isa::Avx2Fma)) return avx2::gemm_tile;
 #endif
   return gemm_tile_portable;
 }

@@ -40,7 +40,6 @@ void gemm_tile_portable(const GemmTile& tile);
 void gemm_blocks(const GemmTile& first, int64_t m, int64_t n, int64_t b_panel_stride);
 
 namespace avx2 {
-bool supported();
 void gemm_tile(const GemmTile& tile);
 }  // namespace avx2
 namespace avx512 {

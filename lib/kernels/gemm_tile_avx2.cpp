@@ -6,10 +6,6 @@
 
 namespace convjit::detail::avx2 {
 
-bool supported() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
 void gemm_tile(const GemmTile& t) {
   RegisterTile<Avx2Floats>::run(t);
 }

@@ -81,7 +81,7 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
                                         : calls - slot.calls_jit.load(std::memory_order_relaxed);
   const bool sampled = tier_call % kSampleEvery == 1;
   const Clock::time_point start = sampled ? Clock::now() : Clock::time_point{};
-  detail::run_conv_forward(g, detail::select_tier(g, specialized, tier0_cap_), threads, x, w, bias, relu, y);
+  detail::run_conv_forward(g, detail::select_tier(g, specialized, isa_cap_), threads, x, w, bias, relu, y);
   if (sampled) {
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     (specialized ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);

@@ -28,7 +28,6 @@ Runtime::Impl::Impl(const Policy& p, std::unique_ptr<jit::Backend> backend, std:
     : policy(p),
       backend_(std::move(backend)),
       isa_cap_(p.max_isa == Isa::Avx2 ? jit::Isa::Avx2Fma : jit::Isa::Avx512),
-      tier0_cap_(p.max_isa == Isa::Avx2 ? detail::KernelIsa::Avx2Fma : detail::KernelIsa::Avx512),
       backend_unavailable_reason_(std::move(unavailable_reason)),
       table_(p.max_configurations) {
   detail::register_for_fork(this);

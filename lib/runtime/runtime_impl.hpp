@@ -64,8 +64,7 @@ struct Runtime::Impl {
 
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<jit::Backend> backend_;  // null: generic tier only
-  const jit::Isa isa_cap_;                 // policy.max_isa, as the backends' ISA
-  const detail::KernelIsa tier0_cap_;      // and as tier 0's
+  const jit::Isa isa_cap_;                 // policy.max_isa: the compiled kernels' and tier 0's rows' cap
   std::string backend_unavailable_reason_;
   detail::ConfigTable table_;
   detail::KernelCache cache_;

@@ -1,4 +1,6 @@
 // The runtime's stats: totals and one row per configuration, read without stopping calls.
+#include <algorithm>
+
 #include "forward_kernels.hpp"
 #include "runtime_impl.hpp"
 
@@ -26,8 +28,7 @@ RuntimeStats Runtime::Impl::stats() {
   RuntimeStats s;
   s.backend = backend_ ? backend_->name() : "none";
   s.backend_unavailable_reason = backend_unavailable_reason_;
-  const detail::KernelIsa host = detail::widest_host_isa();
-  s.isa = detail::isa_name(host == detail::KernelIsa::Avx512 && isa_cap_ != jit::Isa::Avx512 ? detail::KernelIsa::Avx2Fma : host);
+  s.isa = jit::isa_name(std::min(jit::widest_host_isa(), isa_cap_));
   table_.for_each([&](ConfigSlot& slot) {
     ConfigStats c;
     c.dims = ConvDims::from_c(slot.details->params);

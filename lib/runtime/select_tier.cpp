@@ -2,7 +2,7 @@
 
 namespace convjit::detail {
 
-ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled, KernelIsa max_isa) {
+ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled, jit::Isa max_isa) {
   if (compiled) return {&generic_forward_kernel(g, RowKind::Tile, max_isa), compiled};
   return {&generic_forward_kernel(g, RowKind::Any, max_isa), nullptr};
 }

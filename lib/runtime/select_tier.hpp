@@ -17,7 +17,7 @@ namespace convjit::detail {
 // tile for what the compiled row kernel cannot view.
 // Tier 0's rows are of ISAs up to max_isa (the runtime's cap).
 ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled,
-                           KernelIsa max_isa = KernelIsa::Avx512);
+                           jit::Isa max_isa = jit::Isa::Avx512);
 
 // Why a configuration of g should not be compiled for `key` (the reason its stats show as
 // "declined"), or empty: tier 0's kernel for g beats every compiled one, or the backend expects

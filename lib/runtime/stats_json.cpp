@@ -55,7 +55,7 @@ std::string stats_to_json(const RuntimeStats& s, const Policy& p) {
     calls_jit += c.calls_jit;
   }
   std::string j = "{\n  \"schema\": \"convjit-stats\",\n  \"version\": 1,\n";
-  j += "  \"host\": {\"isa\": " + quoted(detail::isa_name(detail::widest_host_isa())) + "},\n";
+  j += "  \"host\": {\"isa\": " + quoted(jit::isa_name(jit::widest_host_isa())) + "},\n";
   j += "  \"isa\": " + quoted(s.isa) + ",\n";
   j += "  \"policy\": {\"backend\": " + quoted(backend_name(p.backend)) +
        ", \"hot_threshold\": " + std::to_string(p.hot_threshold) + ", \"async\": " + (p.async ? "true" : "false") +

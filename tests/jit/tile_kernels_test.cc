@@ -207,7 +207,7 @@ std::vector<size_t> rows_of_kind(bool whole_call) {
 
 TEST_P(GenericTileKernels, EveryTileMatchesTheOracleAndWritesOnlyItsOutputs) {
   const detail::GenericForwardKernel& kernel = detail::generic_forward_kernels()[GetParam()];
-  if (!detail::host_has(kernel.isa)) GTEST_SKIP() << kernel.name << ": this host lacks its ISA";
+  if (!convjit::jit::host_has(kernel.isa)) GTEST_SKIP() << kernel.name << ": this host lacks its ISA";
   AlignedFloats scratch = aligned_floats(int64_t(detail::kScratchFloats));
   const std::vector<ConvDims> shapes = tester_shapes();
   int tested = 0;
@@ -235,8 +235,8 @@ INSTANTIATE_TEST_SUITE_P(Rows, GenericTileKernels, ::testing::ValuesIn(rows_of_k
 // indirect B, accumulating or not, bias, relu, strided C.
 TEST(RegisterTile, EveryIsaGivesThePortableBits) {
   std::vector<std::pair<const char*, void (*)(const detail::GemmTile&)>> builds;
-  if (detail::host_has(detail::KernelIsa::Avx2Fma)) builds.push_back({"avx2", detail::avx2::gemm_tile});
-  if (detail::host_has(detail::KernelIsa::Avx512)) builds.push_back({"avx512", detail::avx512::gemm_tile});
+  if (convjit::jit::host_has(convjit::jit::Isa::Avx2Fma)) builds.push_back({"avx2", detail::avx2::gemm_tile});
+  if (convjit::jit::host_has(convjit::jit::Isa::Avx512)) builds.push_back({"avx512", detail::avx512::gemm_tile});
   if (builds.empty()) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512";
   Rng rng(0x6E33);
   for (int c = 0; c < 400; ++c) {
@@ -302,7 +302,7 @@ std::vector<ConvDims> depthwise_shapes() {
 
 TEST_P(WholeCallKernels, MatchTheOracleAndEveryOtherIsasRowBitwise) {
   const detail::GenericForwardKernel& kernel = detail::generic_forward_kernels()[GetParam()];
-  if (!detail::host_has(kernel.isa)) GTEST_SKIP() << kernel.name << ": this host lacks its ISA";
+  if (!convjit::jit::host_has(kernel.isa)) GTEST_SKIP() << kernel.name << ": this host lacks its ISA";
   int tested = 0, compared = 0;
   const std::vector<ConvDims> shapes = depthwise_shapes();
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -321,13 +321,13 @@ TEST_P(WholeCallKernels, MatchTheOracleAndEveryOtherIsasRowBitwise) {
     ASSERT_TRUE(p.matches_reference(y, kernel.name)) << "case " << i;
     ASSERT_TRUE(p.same_bits(run(kernel, 2), y, std::string(kernel.name) + ", 2 threads vs 1")) << "case " << i;
     for (const detail::GenericForwardKernel& other : detail::generic_forward_kernels()) {
-      if (&other == &kernel || !other.whole_call || !detail::host_has(other.isa) || !other.takes(g)) continue;
+      if (&other == &kernel || !other.whole_call || !convjit::jit::host_has(other.isa) || !other.takes(g)) continue;
       ++compared;
       ASSERT_TRUE(p.same_bits(run(other, 1), y, std::string(other.name) + " vs " + kernel.name)) << "case " << i;
     }
   }
   EXPECT_GE(tested, 20) << kernel.name << " took too few of the shapes to be tested";
-  if (detail::host_has(detail::KernelIsa::Avx512) && std::string(kernel.name).find("nhwc") != std::string::npos) {
+  if (convjit::jit::host_has(convjit::jit::Isa::Avx512) && std::string(kernel.name).find("nhwc") != std::string::npos) {
     EXPECT_GE(compared, tested) << kernel.name << ": on a host with both ISAs every problem has a row of each";
   }
 }
@@ -340,15 +340,15 @@ TEST(GenericKernelChoice, TheIsaCapHoldsForTier0) {
     detail::ConvGeometry g;
     const convjit_conv_params params = d.to_c();
     ASSERT_TRUE(detail::make_conv_geometry(params, &g).ok());
-    EXPECT_LE(detail::generic_forward_kernel(g, detail::RowKind::Any, detail::KernelIsa::Avx2Fma).isa,
-              detail::KernelIsa::Avx2Fma)
+    EXPECT_LE(detail::generic_forward_kernel(g, detail::RowKind::Any, convjit::jit::Isa::Avx2Fma).isa,
+              convjit::jit::Isa::Avx2Fma)
         << describe(d);
-    if (d.layout == Layout::NHWC && detail::host_has(detail::KernelIsa::Avx512)) {
+    if (d.layout == Layout::NHWC && convjit::jit::host_has(convjit::jit::Isa::Avx512)) {
       ++nhwc;
       EXPECT_STREQ(detail::generic_forward_kernel(g).name, "conv_fwd_f32_depthwise_nhwc__avx512") << describe(d);
     }
   }
-  if (!detail::host_has(detail::KernelIsa::Avx512)) GTEST_SKIP() << "this host lacks AVX-512: only the cap was checked";
+  if (!convjit::jit::host_has(convjit::jit::Isa::Avx512)) GTEST_SKIP() << "this host lacks AVX-512: only the cap was checked";
   EXPECT_GE(nhwc, 20);
 }
 
@@ -387,7 +387,7 @@ TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs)
   std::string why_not;
   std::unique_ptr<convjit::jit::Backend> backend = backend_named(GetParam().backend, &why_not);
   if (!backend) GTEST_SKIP() << GetParam().backend << ": " << why_not;
-  if (GetParam().isa == convjit::jit::Isa::Avx512 && !detail::host_has(detail::KernelIsa::Avx512)) {
+  if (GetParam().isa == convjit::jit::Isa::Avx512 && !convjit::jit::host_has(convjit::jit::Isa::Avx512)) {
     GTEST_SKIP() << "this host lacks AVX-512 (F, BW, DQ, VL): its kernels cannot run here";
   }
   AlignedFloats scratch = aligned_floats(int64_t(detail::kScratchFloats));
