@@ -1,7 +1,6 @@
 #include "threads.hpp"
 
-#include <omp.h>
-#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,28 +16,18 @@ int default_thread_count() {
     int n = std::atoi(env);
     if (n > 0) return n;
   }
-  return omp_get_max_threads();
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) return std::max(1, CPU_COUNT(&allowed));
+  return 1;
 }
 
 std::atomic<int> configured_threads{0};  // 0: not chosen yet
-
-std::atomic<bool> team_started{false}, teams_unusable{false};
-
-void after_fork_in_child() {
-  if (team_started.load(std::memory_order_relaxed)) teams_unusable.store(true, std::memory_order_relaxed);
-}
-[[maybe_unused]] const int fork_handler_registered = pthread_atfork(nullptr, nullptr, after_fork_in_child);
 
 struct AlignedFree {
   void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
 };
 
 }  // namespace
-
-bool teams_unusable_after_fork() { return teams_unusable.load(std::memory_order_relaxed); }
-void note_team_started() {
-  if (!team_started.load(std::memory_order_relaxed)) team_started.store(true, std::memory_order_relaxed);
-}
 
 int thread_count() {
   int n = configured_threads.load(std::memory_order_relaxed);

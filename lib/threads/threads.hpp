@@ -1,41 +1,40 @@
-// How the kernels use threads: an OpenMP team over independent tasks, each task owning its
-// outputs, so results never depend on the thread count. Small problems stay on the calling
-// thread, where waking a team costs more than the work.
+// How the kernels use threads: the team (team.hpp) over independent tasks, each task owning its
+// outputs, so results never depend on the thread count or on which thread ran a task. Small
+// problems stay on the calling thread, where waking a team costs more than the work.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+
+#include "team.hpp"
 
 namespace convjit::detail {
 
 int thread_count();                  // the setting in force (>= 1)
-void set_thread_count(int threads);  // 0 = default: CONVJIT_NUM_THREADS, else OpenMP's
+void set_thread_count(int threads);  // 0 = default: CONVJIT_NUM_THREADS, else the CPUs this process may use
 
 // Below this much work (in flops or element visits) a call runs on one thread.
 inline constexpr double kParallelWorkThreshold = 2e5;
 
 // How many tasks a call splits into for `threads` threads: a few per thread, so that tasks of
-// uneven cost still balance over a static schedule.
+// uneven cost, and a thread the OS has descheduled, still balance.
 inline constexpr int64_t kTasksPerThread = 4;
-inline int64_t tasks_wanted(int threads) { return kTasksPerThread * int64_t(threads); }
+inline int64_t tasks_wanted(int threads) {
+  return kTasksPerThread * int64_t(threads);
+}
 
-// After fork() in a process that had started an OpenMP team, the child holds libgomp's pool
-// state but none of its threads, and a team would wait for them forever: there every call runs on
-// its calling thread (the same bits: each task owns its outputs).
-bool teams_unusable_after_fork();
-void note_team_started();
-
-// Runs body(task) for task in [0, tasks) on up to `threads` threads. Tasks are split statically
-// into contiguous ranges.
+// Runs body(task) for task in [0, tasks) on up to `threads` threads, tasks claimed a few at a time.
 template <typename Body>
 void parallel_for(int threads, int64_t tasks, double work, Body&& body) {
-  if (threads <= 1 || tasks <= 1 || work < kParallelWorkThreshold || teams_unusable_after_fork()) {
+  if (threads <= 1 || tasks <= 1 || work < kParallelWorkThreshold) {
     for (int64_t t = 0; t < tasks; ++t) body(t);
     return;
   }
-  note_team_started();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t t = 0; t < tasks; ++t) body(t);
+  using B = std::remove_reference_t<Body>;
+  run_on_team(
+      threads, tasks, work, [](void* context, int64_t task) { (*static_cast<B*>(context))(task); },
+      const_cast<void*>(static_cast<const void*>(&body)));
 }
 
 template <typename Body>

@@ -1,0 +1,21 @@
+// The process's thread team: the calling thread and up to threads-1 persistent workers claim a
+// call's tasks, a few at a time, from a shared counter, and the call returns when every task is done.
+// Nothing waits for a worker that has not claimed a task, so a worker the OS has descheduled (a
+// busy neighbour core) costs at most the one task it holds, never every call (an OpenMP region
+// ends in a barrier over all of its threads). A second caller that finds the team busy, and a
+// task that calls parallel_for, run their tasks on their own thread. After fork() the child gets a
+// new team, started when it first needs one.
+#pragma once
+
+#include <cstdint>
+
+namespace convjit::detail {
+
+using TaskFn = void (*)(void* context, int64_t task);
+
+// Runs fn(context, t) for every t in [0, tasks) on this thread and up to threads-1 workers, each
+// task exactly once, and returns when all have returned. `work` (the call's flops or element
+// visits) sizes the claims.
+void run_on_team(int threads, int64_t tasks, double work, TaskFn fn, void* context);
+
+}  // namespace convjit::detail
