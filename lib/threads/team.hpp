@@ -1,10 +1,11 @@
 // The process's thread team: the calling thread and up to threads-1 persistent workers claim a
-// call's tasks, a few at a time, from a shared counter, and the call returns when every task is done.
-// Nothing waits for a worker that has not claimed a task, so a worker the OS has descheduled (a
-// busy neighbour core) costs at most the one task it holds, never every call (an OpenMP region
-// ends in a barrier over all of its threads). A second caller that finds the team busy, and a
-// task that calls parallel_for, run their tasks on their own thread. After fork() the child gets a
-// new team, started when it first needs one.
+// call's tasks, a few at a time, from a shared counter, and the call returns when every task is
+// done. Nothing waits for a worker that has not claimed a task (an OpenMP region ends in a barrier
+// over all of its threads, so a thread the OS has descheduled stalls every call), and a caller that
+// has waited a scheduler slice for a worker's claim runs its calls alone for a while: a busy
+// neighbour core costs one stall now and then. A second caller that finds the team busy, and a
+// task that calls parallel_for, run their tasks on their own thread. After fork() the child gets
+// a new team, started when it first needs one.
 #pragma once
 
 #include <cstdint>
