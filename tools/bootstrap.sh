@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config   # toolchain (OpenMP comes with GCC's libgomp)
+  build-essential cmake pkg-config   # toolchain (bench/ gets OpenMP, oneDNN's threads, from GCC's libgomp)
+  clang-14 libclang-rt-14-dev        # tests/fuzz: libFuzzer with AddressSanitizer + UBSan
   libgtest-dev                       # tests
   libbenchmark-dev                   # bench/
   nlohmann-json3-dev                 # shapes.json reader (tools, bench)

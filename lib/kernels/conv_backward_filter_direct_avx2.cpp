@@ -1,9 +1,9 @@
 #include <type_traits>
 
-#include "lane_columns.hpp"
-#include "simd_avx2.hpp"
 #include "conv_backward_filter_direct.hpp"
 #include "isa.hpp"
+#include "lane_columns.hpp"
+#include "simd_avx2.hpp"
 #include "threads.hpp"
 
 namespace convjit::detail::avx2 {
@@ -22,7 +22,8 @@ float horizontal_sum(__m256 v) {
 // output channels' dy rows (y.channel apart) against the input rows of the taps (null: a row in
 // the padding, zero products, skipped; only when MayBePadded).
 template <int Ocb, int Rows, int KW, int Stride, bool MayBePadded>
-inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g, const ColumnPlan<Avx2Floats, KW, Stride>& columns,
+inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
+                                                          const ColumnPlan<Avx2Floats, KW, Stride>& columns,
                                                           int64_t step_w, const float* const (&rows)[Rows],
                                                           const float* dy_row, __m256 (&acc)[Ocb][Rows][KW]) {
   const int64_t dy_channel = g.y.channel;
@@ -64,13 +65,12 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
 // channels and each dy vector once for all taps; each accumulator sees its pixels in the same
 // order whatever the blocking, so every blocking gives the same bits.
 template <int Ocb, int Rows, int KW, int Stride>
-void channel_block(const ConvGeometry& g, const ColumnPlan<Avx2Floats, KW, Stride>& columns, const float* x, const float* dy,
-                   int64_t group, int64_t oc0, int64_t ic, float* dw) {
+void channel_block(const ConvGeometry& g, const ColumnPlan<Avx2Floats, KW, Stride>& columns, const float* x,
+                   const float* dy, int64_t group, int64_t oc0, int64_t ic, float* dw) {
   const float* x_channel = x + (group * g.ic_per_group + ic) * g.x.channel;
   const float* dy_channel = dy + (group * g.oc_per_group + oc0) * g.y.channel;
   float* out = dw + (group * g.oc_per_group + oc0) * g.reduction + ic * g.taps;
   const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
-  const int64_t row_step = g.stride[1] * g.x.spatial[1];  // input rows advance per output row
   for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
     for (int64_t kh0 = 0; kh0 < g.kernel[1]; kh0 += Rows) {
       // Output rows [oh_begin, oh_end) read only real input rows for every tap of the block.
@@ -100,14 +100,11 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<Avx2Floats, KW, Strid
             accumulate_row<Ocb, Rows, KW, Stride, true>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1], acc);
           };
           for (int64_t oh = 0; oh < oh_begin; ++oh) padded_row(oh);
-          if (oh_begin < oh_end) {
+          for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
+            // Formed per row, not stepped: a pointer stepped past the last row would leave x.
             const float* rows[Rows];
-            for (int r = 0; r < Rows; ++r) rows[r] = plane + input_coordinate(g, 1, oh_begin, kh0 + r) * g.x.spatial[1];
-            for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
-              accumulate_row<Ocb, Rows, KW, Stride, false>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1],
-                                                           acc);
-              for (int r = 0; r < Rows; ++r) rows[r] += row_step;
-            }
+            for (int r = 0; r < Rows; ++r) rows[r] = plane + input_coordinate(g, 1, oh, kh0 + r) * g.x.spatial[1];
+            accumulate_row<Ocb, Rows, KW, Stride, false>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1], acc);
           }
           for (int64_t oh = std::max(oh_begin, oh_end); oh < g.out[1]; ++oh) padded_row(oh);
         }

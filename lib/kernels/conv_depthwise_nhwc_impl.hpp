@@ -25,13 +25,14 @@ constexpr int kPixels = 4;
 constexpr int kVectors = 2;
 constexpr int kEdgeVectors = 4;
 
-
-// The real taps of some output pixels, in weight order: per tap, the input offset seen from
-// output pixel 0 (along W, as if every tap were real) and the tap's weights, every channel side
-// by side.
+// The real taps of some output pixels, in weight order: per tap, the offset of its input row
+// (D and H), its input column seen from output pixel 0 (-pad + kw * dilation; output pixel ow
+// reads column ow * stride + that, a column inside the input for a real tap, so offsets are
+// formed only for those) and the tap's weights, every channel side by side.
 struct RowTaps {
   int64_t count = 0;
-  int64_t offset[kDepthwiseNhwcMaxTaps];
+  int64_t row_offset[kDepthwiseNhwcMaxTaps];
+  int64_t column[kDepthwiseNhwcMaxTaps];
   const float* weights[kDepthwiseNhwcMaxTaps];
 };
 
@@ -49,11 +50,12 @@ inline void pixel_block(const ConvGeometry& g, const RowTaps& taps, const float*
   for (int p = 0; p < Pixels; ++p) {
     for (int v = 0; v < Vectors; ++v) acc[p][v] = F::zero();
   }
-  const int64_t pixel_step = g.stride[2] * g.x.spatial[2];
-  const float* base = image + ow * pixel_step + c;
+  // Several pixels are all real only where the stride is below the input's width.
+  const int64_t pixel_step = Pixels > 1 ? g.stride[2] * g.x.spatial[2] : 0;
+  const int64_t first_column = ow * g.stride[2];
   for (int64_t t = 0; t < taps.count; ++t) {
     const float* w_tap = taps.weights[t] + c;
-    const float* in = base + taps.offset[t];
+    const float* in = image + taps.row_offset[t] + (first_column + taps.column[t]) * g.x.spatial[2] + c;
 #pragma GCC unroll 4
     for (int v = 0; v < Vectors; ++v) {
       const Vec wv = load(w_tap + kLanes * v);
@@ -91,8 +93,8 @@ void all_channels(const ConvGeometry& g, const RowTaps& taps, const float* image
 
 // The taps of output row (od, oh) whose kd, kh input exists and whose kw is in [kw_begin,
 // kw_end), in weight order; wt holds the weights tap-major ([tap][channel]).
-inline void select_taps(const ConvGeometry& g, const float* wt, int64_t od, int64_t oh, int64_t kw_begin, int64_t kw_end,
-                 RowTaps* taps) {
+inline void select_taps(const ConvGeometry& g, const float* wt, int64_t od, int64_t oh, int64_t kw_begin,
+                        int64_t kw_end, RowTaps* taps) {
   int64_t kd0, kd1, kh0, kh1;
   valid_taps(od, g.stride[0], g.pad_begin[0], g.dilation[0], g.kernel[0], g.in[0], g.flip, &kd0, &kd1);
   valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], g.kernel[1], g.in[1], g.flip, &kh0, &kh1);
@@ -101,9 +103,9 @@ inline void select_taps(const ConvGeometry& g, const float* wt, int64_t od, int6
     for (int64_t kh = kh0; kh < kh1; ++kh) {
       for (int64_t kw = kw_begin; kw < kw_end; ++kw) {
         const int64_t t = taps->count++;
-        taps->offset[t] = input_coordinate(g, 0, od, kd) * g.x.spatial[0] +
-                          input_coordinate(g, 1, oh, kh) * g.x.spatial[1] +
-                          input_coordinate(g, 2, 0, kw) * g.x.spatial[2];
+        taps->row_offset[t] =
+            input_coordinate(g, 0, od, kd) * g.x.spatial[0] + input_coordinate(g, 1, oh, kh) * g.x.spatial[1];
+        taps->column[t] = input_coordinate(g, 2, 0, kw);
         taps->weights[t] = wt + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * g.groups;
       }
     }

@@ -51,8 +51,10 @@ void block(const convjit_conv_problem& g, const convjit_conv_tile& t, const Row&
   // Taps in weight order; input positions move by +-dilation per tap (minus when flipped).
   const int64_t first_w = (r.ow + px0) * Stride - g.pad_begin[2] + (g.flip ? (kw_n - 1) * g.dilation[2] : 0);
   const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
-  const int64_t step_row = (g.flip ? -g.dilation[1] : g.dilation[1]) * g.x.spatial[1];
-  const int64_t step_plane = (g.flip ? -g.dilation[0] : g.dilation[0]) * g.x.spatial[0];
+  // Two real taps along a dimension put its dilation below the input's extent, so the step is a
+  // distance within x; with one there is no step (and a dilation of any int64 may overflow it).
+  const int64_t step_row = r.kh_end - r.kh_begin > 1 ? (g.flip ? -g.dilation[1] : g.dilation[1]) * g.x.spatial[1] : 0;
+  const int64_t step_plane = r.kd_end - r.kd_begin > 1 ? (g.flip ? -g.dilation[0] : g.dilation[0]) * g.x.spatial[0] : 0;
   for (int64_t ic = 0; ic < g.ic_per_group; ++ic) {
     const float* x_channel = t.x + ic * g.x.channel;
     const float* w_channel = t.w + (oc0 * g.ic_per_group + ic) * g.taps;

@@ -30,9 +30,9 @@ void fill_panels(const ConvGeometry& g, const convjit_conv_tile& t, int64_t k0, 
           continue;
         }
         float* dst = packed + (p * kc + k) * kTileCols;
-        const PatchRow<const float> part{row.src + std::max<int64_t>(0, lo - row.lo) * row.step, row.step,
-                                         std::clamp<int64_t>(row.lo - lo, 0, hi - lo),
-                                         std::clamp<int64_t>(row.hi - lo, 0, hi - lo)};
+        PatchRow<const float> part{row.src, row.step, std::clamp<int64_t>(row.lo - lo, 0, hi - lo),
+                                   std::clamp<int64_t>(row.hi - lo, 0, hi - lo)};
+        if (part.lo < part.hi) part.src += std::max<int64_t>(0, lo - row.lo) * row.step;  // only inside the row
         store_patch_row(part, hi - lo, dst + (column + lo - p * kTileCols), 0, 1);
         rows[p * kc + k] = dst;
       }

@@ -65,12 +65,15 @@ void for_each_patch_row(const ConvGeometry& g, T* x, int64_t od, int64_t oh, int
   for (int64_t kl = 0; kl < kc; ++kl, at.advance()) {
     const int64_t id = input_coordinate(g, 0, od, at.kd);
     const int64_t ih = input_coordinate(g, 1, oh, at.kh);
-    PatchRow<T> row{x, stride * g.x.spatial[2], 0, 0};
+    PatchRow<T> row{x, 0, 0, 0};
     if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1]) {
       const int64_t first_iw = input_coordinate(g, 2, ow0, at.kw);  // later ow step by stride
       const StepRange inside = steps_inside(first_iw, stride, g.in[2], owc);
       row.lo = inside.lo;
       row.hi = inside.hi;
+      // Two values inside the row put stride below its width, so the step is a distance within x;
+      // one value needs none (and a stride of any int64 times the pixel stride may overflow).
+      if (row.hi - row.lo > 1) row.step = stride * g.x.spatial[2];
       if (row.lo < row.hi) {
         row.src = x + at.ic * g.x.channel + id * g.x.spatial[0] + ih * g.x.spatial[1] +
                   (first_iw + row.lo * stride) * g.x.spatial[2];
@@ -88,11 +91,14 @@ inline void store_patch_row(const PatchRow<const float>& row, int64_t count, flo
     const int64_t last = std::min<int64_t>(first + kTileCols, count);
     const int64_t lo = std::clamp(row.lo, first, last), hi = std::clamp(row.hi, lo, last);
     for (int64_t ow = first; ow < lo; ++ow) dst[(ow - first) * lane_stride] = 0.0f;
-    const float* src = row.src + (lo - row.lo) * row.step;
-    if (lane_stride == 1 && row.step == 1) {
-      std::copy(src, src + (hi - lo), dst + (lo - first));
-    } else {
-      for (int64_t ow = lo; ow < hi; ++ow, src += row.step) dst[(ow - first) * lane_stride] = *src;
+    if (lo < hi) {  // only then is the pointer inside the row (lo < row.lo before it)
+      const float* src = row.src + (lo - row.lo) * row.step;
+      if (lane_stride == 1 && row.step == 1) {
+        std::copy(src, src + (hi - lo), dst + (lo - first));
+      } else {
+        // Indexed, not a pointer stepped past the last value (a stride may be any int64).
+        for (int64_t ow = lo; ow < hi; ++ow) dst[(ow - first) * lane_stride] = src[(ow - lo) * row.step];
+      }
     }
     for (int64_t ow = hi; ow < last; ++ow) dst[(ow - first) * lane_stride] = 0.0f;
   }

@@ -1,0 +1,63 @@
+#!/bin/sh
+# libFuzzer on the C ABI: configure a clang tree with -fsanitize=address,undefined,fuzzer-no-link
+# (no recovery: the first report is fatal), build convjit_c_api_fuzz, and for each of two
+# runtimes, tier 0 only (CONVJIT_BACKEND=none) and Xbyak compiling every configuration inside
+# its call, replay the checked-in corpus (tests/fuzz/corpus: the seeds and every input that once
+# failed) and then fuzz for a fixed time. Any crash, sanitizer report or contract violation fails
+# the test and names the input libFuzzer saved; add that file to tests/fuzz/corpus with the fix.
+#   run_fuzz_test.sh <source dir> <work dir> <cmake> <clang> <clang++> <generator> <seconds>
+# The work dir is kept between runs, so a rerun rebuilds only what changed.
+set -eu
+src=$1
+work=$2
+cmake=$3
+cc=$4
+cxx=$5
+generator=$6
+seconds=$7
+
+build="$work/build"
+mkdir -p "$work"
+flags="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=all"
+
+echo "== configure $build with $cxx $flags"
+"$cmake" -S "$src" -B "$build" -G "$generator" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DCONVJIT_BUILD_BENCH=OFF -DCONVJIT_BUILD_TOOLS=OFF -DCONVJIT_BUILD_TESTS=ON -DCONVJIT_BUILD_FUZZ=ON \
+  -DCONVJIT_WITH_LLVM=OFF  # LLVM's headers and libLLVM are not built with the sanitizers
+
+echo "== build convjit_c_api_fuzz"
+"$cmake" --build "$build" -j2 --target convjit_c_api_fuzz
+fuzzer=$(find "$build" -name convjit_c_api_fuzz -type f | head -n 1)
+test -n "$fuzzer" || { echo "convjit_c_api_fuzz was not built"; exit 1; }
+
+# Leak checking off: the process-wide runtime, its kernels and the thread team live until exit.
+export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+for backend in none xbyak; do
+  if [ "$backend" = none ]; then
+    set -- env CONVJIT_BACKEND=none
+  else
+    set -- env CONVJIT_BACKEND=xbyak CONVJIT_HOT_THRESHOLD=0 CONVJIT_ASYNC=0 CONVJIT_DECLINE_SLOWER=0
+  fi
+  found="$work/found-$backend"   # inputs this machine's runs added (libFuzzer writes to the first dir)
+  mkdir -p "$found"
+  log="$work/$backend.log"
+  echo "== $backend: replay tests/fuzz/corpus, then fuzz for $seconds s (log: $log)"
+  status=0
+  "$@" "$fuzzer" -runs=0 -detect_leaks=0 "$src/tests/fuzz/corpus" >"$log" 2>&1 || status=$?
+  if [ "$status" -eq 0 ]; then
+    "$@" "$fuzzer" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=6000 -detect_leaks=0 \
+      -print_final_stats=1 -artifact_prefix="$work/$backend-" "$found" "$src/tests/fuzz/corpus" >>"$log" 2>&1 ||
+      status=$?
+  fi
+  if [ "$status" -ne 0 ]; then
+    grep -E -B2 -A20 "contract violated|runtime error|ERROR: (AddressSanitizer|libFuzzer)|Test unit written" "$log" | head -60
+    echo "FAILED: libFuzzer stopped with status $status (CONVJIT_BACKEND=$backend); the input it saved:"
+    ls -1 "$work/$backend-"* 2>/dev/null || true
+    exit 1
+  fi
+  grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb)|^#[0-9]+.*DONE" "$log" | sed "s/^/  $backend: /"
+done
+echo "fuzz test passed"
