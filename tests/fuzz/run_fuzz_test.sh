@@ -8,25 +8,11 @@
 #   run_fuzz_test.sh <source dir> <work dir> <cmake> <clang> <clang++> <generator> <seconds>
 # The work dir is kept between runs, so a rerun rebuilds only what changed.
 set -eu
-src=$1
-work=$2
-cmake=$3
-cc=$4
-cxx=$5
-generator=$6
+. "$(dirname "$0")/../sanitizers/sanitized_tree.sh"
+read_tree_arguments "$@"
 seconds=$7
-
-build="$work/build"
-mkdir -p "$work"
-flags="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=all"
-
-echo "== configure $build with $cxx $flags"
-"$cmake" -S "$src" -B "$build" -G "$generator" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DCONVJIT_BUILD_BENCH=OFF -DCONVJIT_BUILD_TOOLS=OFF -DCONVJIT_BUILD_TESTS=ON -DCONVJIT_BUILD_FUZZ=ON \
-  -DCONVJIT_WITH_LLVM=OFF  # LLVM's headers and libLLVM are not built with the sanitizers
+configure_sanitized_tree "-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=all" \
+  "-fsanitize=address,undefined" -DCONVJIT_BUILD_FUZZ=ON
 
 echo "== build convjit_c_api_fuzz"
 "$cmake" --build "$build" -j2 --target convjit_c_api_fuzz

@@ -5,23 +5,9 @@
 #   run_tsan_test.sh <source dir> <work dir> <cmake> <C compiler> <C++ compiler> <generator>
 # The work dir is kept between runs, so a rerun rebuilds only what changed.
 set -eu
-src=$1
-work=$2
-cmake=$3
-cc=$4
-cxx=$5
-generator=$6
-
-build="$work/build"
-mkdir -p "$work"
-
-echo "== configure $build with -fsanitize=thread"
-"$cmake" -S "$src" -B "$build" -G "$generator" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_C_FLAGS=-fsanitize=thread \
-  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
-  -DCONVJIT_BUILD_BENCH=OFF -DCONVJIT_BUILD_TOOLS=OFF -DCONVJIT_BUILD_TESTS=ON \
-  -DCONVJIT_WITH_LLVM=OFF  # the suite runs the default backend (Xbyak); LLVM's TUs cost a minute to build
+. "$(dirname "$0")/../sanitizers/sanitized_tree.sh"
+read_tree_arguments "$@"
+configure_sanitized_tree -fsanitize=thread -fsanitize=thread  # Xbyak, the default backend; no LLVM
 
 echo "== build the library, the concurrency suite and the internal suites (the thread team)"
 "$cmake" --build "$build" -j2 --target convjit convjit_jit_concurrency_tests convjit_internal_tests

@@ -8,24 +8,9 @@
 #   run_asan_ubsan_test.sh <source dir> <work dir> <cmake> <C compiler> <C++ compiler> <generator>
 # The work dir is kept between runs, so a rerun rebuilds only what changed.
 set -eu
-src=$1
-work=$2
-cmake=$3
-cc=$4
-cxx=$5
-generator=$6
-
-build="$work/build"
-mkdir -p "$work"
-flags="-fsanitize=address,undefined -fno-sanitize-recover=all"
-
-echo "== configure $build with $flags"
-"$cmake" -S "$src" -B "$build" -G "$generator" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DCONVJIT_BUILD_BENCH=OFF -DCONVJIT_BUILD_TOOLS=OFF -DCONVJIT_BUILD_TESTS=ON \
-  -DCONVJIT_WITH_LLVM=OFF  # LLVM's headers and libLLVM are not built with the sanitizers
+. "$(dirname "$0")/sanitized_tree.sh"
+read_tree_arguments "$@"
+configure_sanitized_tree "-fsanitize=address,undefined -fno-sanitize-recover=all" "-fsanitize=address,undefined"
 
 echo "== build the library and the lib suites"
 "$cmake" --build "$build" -j2 --target convjit convjit_lib_tests
