@@ -160,6 +160,12 @@ void print_table(const json& stats) {
       rows.size(), (long long)generic, (long long)jit, total_us * 1e-3, (long long)t.at("kernels").get<int64_t>(),
       (long long)t.at("code_bytes").get<int64_t>(), (long long)t.at("compile_failures").get<int64_t>(),
       (long long)t.at("evictions").get<int64_t>());
+  // Files written before kernel eviction (same schema version) have neither field.
+  if (t.contains("kernel_evictions")) {
+    std::printf("code: %lld bytes mapped, %lld kernels evicted by the code budget of %lld bytes\n",
+                (long long)t.at("mapped_bytes").get<int64_t>(), (long long)t.at("kernel_evictions").get<int64_t>(),
+                (long long)stats.at("policy").value("code_budget_bytes", int64_t(0)));
+  }
 }
 
 void print_csv(const json& stats) {

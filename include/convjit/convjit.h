@@ -80,7 +80,7 @@ typedef struct {
   int32_t decline_slower;       /* 1: keep generic what a backend expects to lose on (default) */
   int64_t hot_threshold;        /* calls before a configuration is compiled; 0 or 1: first sight */
   int64_t max_configurations;   /* detector table size */
-  int64_t code_budget_bytes;    /* compiled code beyond this is refused */
+  int64_t code_budget_bytes;    /* executable memory of compiled kernels; when full, the least used are evicted */
   int32_t perf_map;             /* 1: append emitted kernels to /tmp/perf-PID.map */
   int32_t max_isa;              /* convjit_isa; CONVJIT_ISA_AUTO: no cap (CONVJIT_MAX_ISA) */
   const char* cache_dir;        /* warm start directory, or NULL (read when the runtime is created) */
@@ -88,8 +88,11 @@ typedef struct {
 
 typedef struct convjit_runtime convjit_runtime;
 
+/* evictions: configurations the detector's full table recycled; kernel_evictions: kernels the full
+ * code budget evicted; mapped_bytes: the executable memory the kernels hold (what the budget bounds). */
 typedef struct {
   int64_t configurations, calls_generic, calls_jit, compiles, compile_failures, kernels, code_bytes, evictions;
+  int64_t kernel_evictions, mapped_bytes;
 } convjit_runtime_totals;
 
 typedef struct {

@@ -34,7 +34,7 @@ struct CONVJIT_PUBLIC Policy {
   bool decline_slower = true;            // keep generic the configurations a backend expects to lose on;
                                          // false compiles every hot one (tests use it for coverage)
   int64_t max_configurations = 4096;     // detector table size; cold configurations age out
-  int64_t code_budget_bytes = 64 << 20;  // compiled code beyond this is refused (stays generic)
+  int64_t code_budget_bytes = 64 << 20;  // executable memory of the kernels; when full, the least used are evicted
   bool perf_map = false;                 // append every emitted kernel to /tmp/perf-PID.map for `perf report`
   Isa max_isa = Isa::Auto;               // CONVJIT_MAX_ISA=avx2|avx512
   std::string cache_dir;                 // warm start: save the hot configurations here when the runtime
@@ -65,7 +65,10 @@ struct RuntimeStats {
   std::string isa;      // the widest ISA its kernels use: the host's ("avx512", "avx2", "portable"), capped by max_isa
   std::string backend_unavailable_reason;
   std::vector<ConfigStats> configurations;
-  int64_t compiles = 0, compile_failures = 0, kernels = 0, code_bytes = 0, evictions = 0;
+  int64_t compiles = 0, compile_failures = 0, kernels = 0, code_bytes = 0;
+  int64_t evictions = 0;         // configurations the detector's full table recycled
+  int64_t kernel_evictions = 0;  // kernels the full code budget evicted (their configurations went back to tier 0)
+  int64_t mapped_bytes = 0;      // executable memory the kernels hold (what the code budget bounds)
 };
 
 class CONVJIT_PUBLIC Runtime {

@@ -235,6 +235,8 @@ extern "C" convjit_status convjit_runtime_get_totals(convjit_runtime* runtime, c
     totals->kernels = s.kernels;
     totals->code_bytes = s.code_bytes;
     totals->evictions = s.evictions;
+    totals->kernel_evictions = s.kernel_evictions;
+    totals->mapped_bytes = s.mapped_bytes;
     return Status::success();
   });
 }

@@ -53,38 +53,32 @@ void Runtime::Impl::worker_loop() {
 }
 
 void Runtime::Impl::compile(const CompileRequest& request) {
-  // Serialized: sixteen threads making one key hot cause one compile; the others find it cached.
+  // Serialized, publication included: sixteen threads making one key hot cause one compile (the
+  // others find it cached), and no eviction runs between finding a kernel and publishing it.
   std::string failure;
   double compile_us = 0;
+  std::lock_guard<std::mutex> serial(compile_serial_);
   const jit::CompiledKernel* kernel = cache_.find(request.key);
-  bool compiled_now = false;  // by this request, not found in the cache
+  const bool compiled_now = !kernel;  // by this request, not found in the cache
   if (!kernel) {
-    std::lock_guard<std::mutex> serial(compile_serial_);
-    kernel = cache_.find(request.key);
-    if (!kernel) {
-      compiled_now = true;
-      auto fresh = std::make_unique<jit::CompiledKernel>();
-      const Clock::time_point start = Clock::now();
-      // The budget bounds the executable memory the kernels hold, checked again with the new
-      // kernel's own, so the last one cannot overshoot it (its code is freed with `fresh`).
-      bool ok = false;
-      const std::string budget = "code budget of " + std::to_string(policy.code_budget_bytes) + " bytes";
-      if (cache_.mapped_bytes() >= policy.code_budget_bytes) {
-        failure = budget + " exhausted";
-      } else if (backend_->compile(request.key, fresh.get(), &failure)) {
-        ok = cache_.mapped_bytes() + int64_t(fresh->mapped_bytes) <= policy.code_budget_bytes;
-        if (!ok) {
-          failure = budget + " would be exceeded: its kernels hold " + std::to_string(cache_.mapped_bytes()) +
-                    ", this one " + std::to_string(fresh->mapped_bytes);
-        }
-      }
-      compile_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-      if (ok) {
-        kernel = cache_.insert(std::move(fresh));
-        if (policy.perf_map) {
-          detail::append_to_perf_map(reinterpret_cast<const void*>(kernel->kernel.compute), kernel->code_bytes,
-                                     "convjit::" + kernel->name + " [" + backend_->name() + "]");
-        }
+    auto fresh = std::make_unique<jit::CompiledKernel>();
+    const Clock::time_point start = Clock::now();
+    // The budget bounds the executable memory the kernels hold: checked again with the new
+    // kernel's own, evicting the least used ones until it fits (or freeing `fresh` if not).
+    bool ok = false;
+    const std::string budget = "code budget of " + std::to_string(policy.code_budget_bytes) + " bytes";
+    if (!evict_to_fit(1)) {
+      failure = budget + " exhausted";
+    } else if (backend_->compile(request.key, fresh.get(), &failure)) {
+      ok = evict_to_fit(int64_t(fresh->mapped_bytes));
+      if (!ok) failure = budget + " cannot hold this kernel of " + std::to_string(fresh->mapped_bytes) + " bytes";
+    }
+    compile_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    if (ok) {
+      kernel = cache_.insert(std::move(fresh));
+      if (policy.perf_map) {
+        detail::append_to_perf_map(reinterpret_cast<const void*>(kernel->kernel.compute), kernel->code_bytes,
+                                   "convjit::" + kernel->name + " [" + backend_->name() + "]");
       }
     }
   }

@@ -87,7 +87,8 @@ ConfigSlot& ConfigTable::find_or_insert(uint64_t id, const convjit_conv_params& 
   if (victim->id.load(std::memory_order_relaxed) != 0) evictions_.fetch_add(1, std::memory_order_relaxed);
   victim->id.store(0, std::memory_order_release);
   for (auto* counter : {&victim->calls, &victim->calls_jit, &victim->sampled_ns_generic, &victim->samples_generic,
-                        &victim->sampled_ns_jit, &victim->samples_jit, &victim->calls_at_aging}) {
+                        &victim->sampled_ns_jit, &victim->samples_jit, &victim->calls_at_aging,
+                        &victim->calls_at_sweep, &victim->calls_at_cold}) {
     counter->store(0, std::memory_order_relaxed);
   }
   for (auto* moment : {&victim->first_call_ns, &victim->hot_ns, &victim->kernel_ns}) {

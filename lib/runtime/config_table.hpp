@@ -27,6 +27,9 @@ struct ConfigSlot {
   std::atomic<const jit::CompiledKernel*> kernel{nullptr};
   std::atomic<int> state{int(SlotState::Cold)};
   std::atomic<int64_t> calls_at_aging{0};  // recent calls = calls - calls_at_aging
+  // Kernel eviction: calls when the last eviction looked (its use since then), and when its
+  // kernel was evicted (it goes hot again after hot_threshold more calls).
+  std::atomic<int64_t> calls_at_sweep{0}, calls_at_cold{0};
   // Tier timeline, nanoseconds since the runtime started; -1: not yet.
   std::atomic<int64_t> first_call_ns{-1}, hot_ns{-1}, kernel_ns{-1};
 

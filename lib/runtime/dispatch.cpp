@@ -4,6 +4,7 @@
 // its compile (once: the slot's state moves Cold -> Queued by compare-and-swap) or declines it.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "backward_as_forward.hpp"
 #include "conv_forward.hpp"
@@ -52,16 +53,18 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
   }
 
   const convjit_conv_kernel* specialized = nullptr;
+  // From before the kernel is read until it has returned (an eviction waits for it); never held
+  // while waiting for a compile, so an eviction never waits for a call that waits for it.
+  std::optional<detail::GracePeriods::Reader> reading;
   if (backend_) {
     // The key only where a kernel is asked for or checked: calls that stay generic skip it.
-    auto key_of_call = [&] {
-      return spec_key(g, params->rank, relu);
-    };
+    auto key_of_call = [&] { return spec_key(g, params->rank, relu); };
     const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
-    if (!kernel && calls >= policy.hot_threshold &&
+    if (!kernel && calls - slot.calls_at_cold.load(std::memory_order_relaxed) >= policy.hot_threshold &&
         slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
       const jit::SpecKey key = key_of_call();
-      if (std::string reason = policy.decline_slower ? detail::jit_declined_because(g, *backend_, key) : std::string(); !reason.empty()) {
+      if (std::string reason = policy.decline_slower ? detail::jit_declined_because(g, *backend_, key) : std::string();
+          !reason.empty()) {
         decline(slot, id, reason);
       } else {
         request_compile(slot, id, key);
@@ -73,7 +76,11 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
       wait_for_slot(slot);  // its warm-start compile is on the way: tens of microseconds
       kernel = slot.kernel.load(std::memory_order_acquire);
     }
-    if (kernel && kernel->key == key_of_call()) specialized = &kernel->kernel;  // else a recycled slot's
+    if (kernel) {
+      reading.emplace(grace_);
+      kernel = slot.kernel.load(std::memory_order_seq_cst);                       // not evicted meanwhile
+      if (kernel && kernel->key == key_of_call()) specialized = &kernel->kernel;  // else a recycled slot's
+    }
   }
 
   // Each tier's first call and every kSampleEvery-th after it are timed.

@@ -1,5 +1,7 @@
-// Compiled kernels by specialization key. Kernels are never freed while their runtime lives, so
-// a pointer read from a detector slot stays valid even if that slot is recycled meanwhile.
+// Compiled kernels by specialization key. A kernel leaves only by eviction
+// (lib/runtime/kernel_eviction.cpp), which unlinks it from every slot, waits out its readers
+// (grace_periods.hpp) and only then frees it, so a pointer a call read from a slot stays valid
+// until the call has returned.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,9 @@ class KernelCache {
   const jit::CompiledKernel* find(const jit::SpecKey& key);
   // Takes ownership; returns the cached kernel (the existing one if the key was already there).
   const jit::CompiledKernel* insert(std::unique_ptr<jit::CompiledKernel> kernel);
+  // Removes the kernel; the caller frees it once no call can still run it.
+  std::unique_ptr<jit::CompiledKernel> take(const jit::CompiledKernel* kernel);
+  std::vector<const jit::CompiledKernel*> list();  // in insertion order
   int64_t kernels();
   int64_t code_bytes();
   int64_t mapped_bytes();  // the code budget's measure
@@ -25,6 +30,7 @@ class KernelCache {
  private:
   std::mutex mutex_;
   std::unordered_multimap<uint64_t, std::unique_ptr<jit::CompiledKernel>> kernels_;
+  std::vector<const jit::CompiledKernel*> order_;  // insertion order
   int64_t code_bytes_ = 0, mapped_bytes_ = 0;
 };
 

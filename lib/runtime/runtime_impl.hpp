@@ -14,6 +14,7 @@
 #include "backend.hpp"
 #include "config_table.hpp"
 #include "forward_kernels.hpp"
+#include "grace_periods.hpp"
 #include "geometry.hpp"
 #include "kernel_cache.hpp"
 
@@ -56,6 +57,9 @@ struct Runtime::Impl {
   // wins, whatever the backend, or the backend expects to lose.
   void decline(detail::ConfigSlot& slot, uint64_t id, const std::string& reason);
   void compile(const CompileRequest& request);  // in the worker, or inline
+  // With compile_serial_ held: evicts kernels until `bytes` more fit the code budget (whether
+  // they do; a kernel larger than the budget never fits).
+  bool evict_to_fit(int64_t bytes);
   void worker_loop();
 
   int64_t now_ns() const;  // since the runtime started: the timeline's clock
@@ -68,6 +72,8 @@ struct Runtime::Impl {
   std::string backend_unavailable_reason_;
   detail::ConfigTable table_;
   detail::KernelCache cache_;
+  detail::GracePeriods grace_;  // every call that runs a compiled kernel reads it inside one
+  std::atomic<int64_t> kernel_evictions_{0};
 
   std::mutex compile_serial_;  // one backend compile at a time
   std::mutex compile_mutex_;   // guards the queue and the counters below

@@ -63,6 +63,8 @@ RuntimeStats Runtime::Impl::stats() {
   s.kernels = cache_.kernels();
   s.code_bytes = cache_.code_bytes();
   s.evictions = table_.evictions();
+  s.kernel_evictions = kernel_evictions_.load(std::memory_order_relaxed);
+  s.mapped_bytes = cache_.mapped_bytes();
   std::lock_guard<std::mutex> lock(compile_mutex_);
   s.compiles = compiles_;
   s.compile_failures = compile_failures_;

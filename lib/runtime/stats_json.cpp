@@ -71,7 +71,9 @@ std::string stats_to_json(const RuntimeStats& s, const Policy& p) {
        ", \"calls_generic\": " + std::to_string(calls_generic) + ", \"calls_jit\": " + std::to_string(calls_jit) +
        ", \"compiles\": " + std::to_string(s.compiles) +
        ", \"compile_failures\": " + std::to_string(s.compile_failures) + ", \"kernels\": " + std::to_string(s.kernels) +
-       ", \"code_bytes\": " + std::to_string(s.code_bytes) + ", \"evictions\": " + std::to_string(s.evictions) + "},\n";
+       ", \"code_bytes\": " + std::to_string(s.code_bytes) + ", \"evictions\": " + std::to_string(s.evictions) +
+       ", \"kernel_evictions\": " + std::to_string(s.kernel_evictions) +
+       ", \"mapped_bytes\": " + std::to_string(s.mapped_bytes) + "},\n";
   j += "  \"configurations\": [";
   for (size_t i = 0; i < s.configurations.size(); ++i) {
     const ConfigStats& c = s.configurations[i];

@@ -7,7 +7,8 @@
 //              "max_configurations", "code_budget_bytes", "max_isa": "auto" | "avx2" | "avx512"},
 //   "backend": "xbyak" | "none", "backend_unavailable_reason": "...",
 //   "totals": {"configurations", "calls_generic", "calls_jit", "compiles", "compile_failures", "kernels",
-//              "code_bytes", "evictions"},
+//              "code_bytes", "evictions" (detector slots recycled), "kernel_evictions" (kernels the
+//              code budget evicted), "mapped_bytes" (executable memory the kernels hold)},
 //   "configurations": [ {"op": "conv_fwd", "rank", "layout": "nchw"|"nhwc",
 //       "mode": "cross_correlation"|"convolution", "batch", "in_channels", "out_channels", "groups",
 //       "in_size": [..rank], "kernel", "stride", "dilation", "pad_begin", "pad_end",

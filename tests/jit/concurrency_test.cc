@@ -83,6 +83,17 @@ std::string config_name(const ConvDims& dims, bool bias, Activation activation) 
   return describe(dims) + (bias ? " +bias" : "") + (activation == Activation::Relu ? " relu" : "");
 }
 
+// Each entry's problem (inputs from `seed`) and its generic-tier result, checked against the oracle.
+void prepare(const std::vector<Entry>& entries, uint64_t seed, std::vector<Problem>* problems,
+             std::vector<std::vector<float>>* expected) {
+  Runtime generic(generic_policy());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    problems->emplace_back(entries[i].dims, case_seed(seed, i), entries[i].bias, entries[i].activation);
+    expected->push_back(problems->back().run(generic));
+    ASSERT_TRUE(problems->back().matches_reference(expected->back(), "generic y")) << "entry " << i;
+  }
+}
+
 struct Mismatch {
   int thread, round;
   size_t entry;
@@ -99,14 +110,9 @@ TEST(Concurrency, EightThreadsOneRuntimeBitwiseAndCountedOnce) {
   CONVJIT_SKIP_WITHOUT_BACKEND(runtime);
 
   const std::vector<Entry> entries = mixed_configurations();
-  Runtime generic(generic_policy());
   std::vector<Problem> problems;
   std::vector<std::vector<float>> expected;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    problems.emplace_back(entries[i].dims, case_seed(0xC0C0, i), entries[i].bias, entries[i].activation);
-    expected.push_back(problems.back().run(generic));
-    ASSERT_TRUE(problems.back().matches_reference(expected.back(), "generic y")) << "entry " << i;
-  }
+  ASSERT_NO_FATAL_FAILURE(prepare(entries, 0xC0C0, &problems, &expected));
 
   std::vector<std::vector<Mismatch>> mismatches(kThreads);
   std::atomic<int64_t> stats_reads{0};
@@ -199,6 +205,75 @@ TEST(Concurrency, EightThreadsOneRuntimeBitwiseAndCountedOnce) {
   EXPECT_EQ(stats.compile_failures, failed);
   EXPECT_GT(stats.code_bytes, 0);
   EXPECT_EQ(count_state(stats, "queued") + count_state(stats, "cold"), 0);
+}
+
+// Eviction under pressure: a code budget that holds a few kernels, the mixed
+// configurations' dozen keys hot on eight threads at once (threshold 1, compiles in the
+// background), so kernels are evicted and compiled again while other threads run them. Every
+// result stays bitwise the generic tier's, and the kernels never hold more than the budget
+// (sampled by a ninth thread). Under AddressSanitizer a kernel unmapped while running would fault,
+// and ThreadSanitizer (run_tsan_test.sh) checks the slots' and the grace periods' ordering.
+TEST(Concurrency, EvictionUnderPressureKeepsEveryResultBitwise) {
+  constexpr int kThreads = 8, kRounds = 12;
+  constexpr int64_t kBudget = 6 * 4096;
+  Policy policy;
+  policy.backend = Backend::Auto;
+  policy.async = true;
+  policy.hot_threshold = 1;
+  policy.decline_slower = false;
+  policy.code_budget_bytes = kBudget;
+  Runtime runtime(policy);
+  CONVJIT_SKIP_WITHOUT_BACKEND(runtime);
+
+  const std::vector<Entry> entries = mixed_configurations();
+  std::vector<Problem> problems;
+  std::vector<std::vector<float>> expected;
+  ASSERT_NO_FATAL_FAILURE(prepare(entries, 0xE71C, &problems, &expected));
+
+  std::atomic<int64_t> wrong{0}, over_budget{0};
+  std::atomic<bool> done{false};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      if (runtime.stats().mapped_bytes > kBudget) over_budget.fetch_add(1);
+      std::this_thread::yield();
+    }
+  });
+  std::latch start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<float> y;
+      start.arrive_and_wait();
+      for (int round = 0; round < kRounds; ++round) {
+        for (size_t k = 0; k < problems.size(); ++k) {
+          const size_t i = (k + size_t(t) * 5) % problems.size();
+          const Problem& p = problems[i];
+          y.assign(size_t(p.outputs()), std::numeric_limits<float>::quiet_NaN());
+          runtime.conv_forward(p.dims, p.x.data(), p.w.data(), p.bias_ptr(), p.activation, y.data());
+          if (!same_bytes(y, expected[i])) wrong.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  runtime.wait_for_compiles();
+  done.store(true);
+  sampler.join();
+
+  const RuntimeStats stats = runtime.stats();
+  EXPECT_EQ(wrong.load(), 0) << "results not bitwise the generic tier's";
+  EXPECT_EQ(over_budget.load(), 0) << "the kernels held more than the budget";
+  EXPECT_LE(stats.mapped_bytes, kBudget);
+  EXPECT_GE(stats.kernel_evictions, 1) << "the budget was never full: the test proves nothing";
+  EXPECT_EQ(stats.compiles, stats.kernels + stats.kernel_evictions) << "every kernel compiled is held or was evicted";
+  std::printf(
+      "%lld compiles, %lld kernels evicted, %lld kernels left (%lld bytes mapped); %lld JIT calls\n",
+      (long long)stats.compiles, (long long)stats.kernel_evictions, (long long)stats.kernels,
+      (long long)stats.mapped_bytes, (long long)[&] {
+        int64_t jit = 0;
+        for (const ConfigStats& c : stats.configurations) jit += c.calls_jit;
+        return jit;
+      }());
 }
 
 }  // namespace

@@ -129,7 +129,7 @@ TEST_F(JitStats, ShowPrintsOneRowPerConfigurationSortedByTimeSpent) {
   const std::vector<std::string> lines = split_lines(run.out);
   const json& configurations = a_.at("configurations");
   const size_t n = configurations.size();
-  ASSERT_EQ(lines.size(), n + 3) << "backend line, header, a row per configuration, total:\n" << run.out;
+  ASSERT_EQ(lines.size(), n + 4) << "backend line, header, a row per configuration, total, code:\n" << run.out;
 
   std::string backend_line = "backend " + a_.at("backend").get<std::string>();
   if (a_.at("backend_unavailable_reason") != "")
@@ -169,13 +169,18 @@ TEST_F(JitStats, ShowPrintsOneRowPerConfigurationSortedByTimeSpent) {
     jit += c.at("calls").at("jit").get<int64_t>();
   }
   const json& t = a_.at("totals");
-  EXPECT_EQ(lines.back().rfind("total: " + std::to_string(n) + " configurations, " + std::to_string(generic) +
+  const std::string& total = lines[lines.size() - 2];
+  EXPECT_EQ(total.rfind("total: " + std::to_string(n) + " configurations, " + std::to_string(generic) +
                                    " generic + " + std::to_string(jit) + " jit calls",
                                0),
             0u)
-      << lines.back();
-  EXPECT_CONTAINS(lines.back(), std::to_string(t.at("kernels").get<int64_t>()) + " kernels (" +
-                                    std::to_string(t.at("code_bytes").get<int64_t>()) + " bytes)");
+      << total;
+  EXPECT_CONTAINS(total, std::to_string(t.at("kernels").get<int64_t>()) + " kernels (" +
+                             std::to_string(t.at("code_bytes").get<int64_t>()) + " bytes)");
+  EXPECT_EQ(lines.back(), "code: " + std::to_string(t.at("mapped_bytes").get<int64_t>()) + " bytes mapped, " +
+                              std::to_string(t.at("kernel_evictions").get<int64_t>()) +
+                              " kernels evicted by the code budget of " +
+                              std::to_string(a_.at("policy").at("code_budget_bytes").get<int64_t>()) + " bytes");
 }
 
 TEST_F(JitStats, ShowJsonIsTheFileAgain) {

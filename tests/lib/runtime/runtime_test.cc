@@ -292,9 +292,9 @@ TEST(Runtime, HotThresholdDelaysTheCompile) {
 }
 
 // The code budget bounds the executable memory the kernels hold (whole pages each: at least one),
-// the last kernel included: with room for a few pages, only a few kernels compile, the rest are
-// refused saying so, and every result is still right.
-TEST(Runtime, TheCodeBudgetBoundsTheKernelsMemory) {
+// the newest kernel included: with room for a few pages, the least used kernels are evicted to
+// make room, the kernels never hold more than the budget, and every result is still right.
+TEST(Runtime, TheCodeBudgetEvictsTheLeastUsedKernels) {
   constexpr int64_t kPage = 4096, kPages = 6;
   Policy policy = eager_policy();
   policy.code_budget_bytes = kPages * kPage;
@@ -304,13 +304,50 @@ TEST(Runtime, TheCodeBudgetBoundsTheKernelsMemory) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Problem p(shapes[i], case_seed(0xB0D6, i));
     EXPECT_TRUE(p.matches_reference(p.run(runtime), "budget y"));
+    const RuntimeStats stats = runtime.stats();
+    ASSERT_LE(stats.mapped_bytes, kPages * kPage) << "after " << describe(shapes[i]);
+    ASSERT_LE(stats.kernels, kPages) << "kernels hold at least a page each";
   }
   const RuntimeStats stats = runtime.stats();
   EXPECT_GE(stats.kernels, 1);
-  EXPECT_LE(stats.kernels, kPages) << "kernels hold at least a page each";
-  int refused = 0;
-  for (const ConfigStats& c : stats.configurations) refused += c.failure.find("code budget") != std::string::npos;
-  EXPECT_GE(refused, 1);
+  EXPECT_GE(stats.kernel_evictions, 1);
+  EXPECT_EQ(stats.compiles, stats.kernels + stats.kernel_evictions);
+  for (const ConfigStats& c : stats.configurations) {  // refused only where one kernel is larger than the budget
+    if (c.failure.find("code budget") != std::string::npos)
+      EXPECT_NE(c.failure.find("cannot hold this kernel"), std::string::npos) << describe(c.dims) << ": " << c.failure;
+  }
+}
+
+// Two configurations of different keys and a budget for one of their kernels: each call evicts
+// the other's kernel, the evicted configuration goes back to tier 0 and compiles again when hot,
+// and each call runs its own kernel, right.
+TEST(Runtime, EvictedConfigurationsCompileAgainWhenHot) {
+  const ConvDims a = conv(2, Layout::NCHW, 1, 3, 8, 1, {9, 40, 1}, {3, 3, 1});
+  const ConvDims b = conv(2, Layout::NCHW, 1, 3, 8, 1, {9, 40, 1}, {5, 5, 1});
+  Runtime probe(eager_policy());
+  SKIP_WITHOUT_BACKEND(probe);
+  const Problem pa(a, 0xE01), pb(b, 0xE02);
+  EXPECT_TRUE(pa.matches_reference(pa.run(probe), "a"));
+  EXPECT_TRUE(pb.matches_reference(pb.run(probe), "b"));
+  const RuntimeStats sizes = probe.stats();
+  ASSERT_EQ(sizes.kernels, 2);
+  Policy policy = eager_policy();
+  policy.code_budget_bytes = sizes.mapped_bytes - 1;  // not both
+  Runtime runtime(policy);
+  for (int round = 1; round <= 3; ++round) {
+    for (const Problem* p : {&pa, &pb}) {
+      EXPECT_TRUE(p->matches_reference(p->run(runtime), "round " + std::to_string(round)));
+      const std::optional<ConfigStats> c = find_config(runtime.stats(), p->dims);
+      ASSERT_TRUE(c.has_value());
+      EXPECT_EQ(c->state, "jit") << c->failure;
+      EXPECT_EQ(c->calls_jit, round) << describe(p->dims);
+    }
+  }
+  const RuntimeStats stats = runtime.stats();
+  EXPECT_EQ(stats.kernels, 1);
+  EXPECT_EQ(stats.kernel_evictions, 5);
+  EXPECT_EQ(stats.compiles, 6);
+  EXPECT_LE(stats.mapped_bytes, policy.code_budget_bytes);
 }
 
 // No code budget: every compile is refused, every configuration stays generic and correct.
