@@ -35,6 +35,9 @@ class Backend {
   virtual std::string decline_reason(const convjit_conv_problem& problem, const SpecKey& key) const = 0;
   // Returns false and sets *error when the key is unsupported or generation fails.
   virtual bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) = 0;
+  // The executable bytes compile(key) will map (out->mapped_bytes), where the backend knows them
+  // before mapping: the runtime then makes room in the code budget first. 0: known only after.
+  virtual size_t mapped_bytes_before_compile(const SpecKey&) const { return 0; }
 };
 
 // The driver runs a row kernel over several whole output rows as one segment (NCHW, stride 1,

@@ -58,11 +58,17 @@ inline void emit_leave(Xbyak::CodeGenerator& g, int local_bytes) {
 // faster); 3x3 kernels stay unrolled (looping them cost NHWC 15%).
 inline constexpr int64_t kRolledKernelRows = 5;
 
+// Xbyak maps a code buffer whole, rounded up to its page size.
+inline size_t mapped_bytes_of_buffer(size_t buffer_bytes) {
+  const size_t page = Xbyak::inner::ALIGN_PAGE_SIZE;
+  return (buffer_bytes + page - 1) / page * page;
+}
+
 // make() builds the generator (emitting the code) in a buffer of buffer_bytes; kernel holds
 // everything but `compute`.
 template <typename Make>
-bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, size_t buffer_bytes, Make&& make,
-                 CompiledKernel* out, std::string* error) {
+bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, size_t buffer_bytes, Make&& make, CompiledKernel* out,
+                 std::string* error) {
   try {
     std::shared_ptr<Xbyak::CodeGenerator> generator = make();
     generator->setProtectModeRE();  // written while read+write, executable only from here on
@@ -71,9 +77,7 @@ bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, size_t buffer_b
     out->key = key;
     out->name = key.name();
     out->code_bytes = generator->getSize();
-    // Xbyak maps the whole buffer, rounded up to its page size.
-    const size_t page = Xbyak::inner::ALIGN_PAGE_SIZE;
-    out->mapped_bytes = (buffer_bytes + page - 1) / page * page;
+    out->mapped_bytes = mapped_bytes_of_buffer(buffer_bytes);
     out->code = generator;
     return true;
   } catch (const Xbyak::Error& e) {

@@ -4,6 +4,7 @@
 #include "backend.hpp"
 #include "conv_fwd_nchw.hpp"
 #include "conv_fwd_nhwc.hpp"
+#include "emit.hpp"
 #include "isa_traits.hpp"
 
 namespace convjit::jit {
@@ -62,6 +63,12 @@ class XbyakBackend : public Backend {
     }
     return key.layout == CONVJIT_NCHW ? xbyak::generate_conv_fwd_nchw(key, out, error)
                                       : xbyak::generate_conv_fwd_nhwc(key, out, error);
+  }
+
+  // The plan sizes the code buffer, which Xbyak maps whole.
+  size_t mapped_bytes_before_compile(const SpecKey& key) const override {
+    return xbyak::mapped_bytes_of_buffer(key.layout == CONVJIT_NCHW ? xbyak::plan_nchw(key).code_bytes
+                                                                    : xbyak::plan_nhwc(key).code_bytes);
   }
 };
 

@@ -63,12 +63,15 @@ void Runtime::Impl::compile(const CompileRequest& request) {
   if (!kernel) {
     auto fresh = std::make_unique<jit::CompiledKernel>();
     const Clock::time_point start = Clock::now();
-    // The budget bounds the executable memory the kernels hold: checked again with the new
-    // kernel's own, evicting the least used ones until it fits (or freeing `fresh` if not).
+    // The budget bounds the executable memory the kernels hold: room is made (evicting the least
+    // used kernels) before the new one is mapped where the backend knows its size (Xbyak), and
+    // checked again with its own size after (LLVM maps inside its linker; `fresh` is freed if
+    // it does not fit).
     bool ok = false;
     const std::string budget = "code budget of " + std::to_string(policy.code_budget_bytes) + " bytes";
-    if (!evict_to_fit(1)) {
-      failure = budget + " exhausted";
+    const int64_t known = int64_t(backend_->mapped_bytes_before_compile(request.key));
+    if (!evict_to_fit(std::max<int64_t>(known, 1))) {
+      failure = budget + " cannot hold this kernel of " + std::to_string(known) + " bytes";
     } else if (backend_->compile(request.key, fresh.get(), &failure)) {
       ok = evict_to_fit(int64_t(fresh->mapped_bytes));
       if (!ok) failure = budget + " cannot hold this kernel of " + std::to_string(fresh->mapped_bytes) + " bytes";
