@@ -31,14 +31,17 @@ inline void cpu_relax() {
 constexpr auto kWorkerSpin = std::chrono::microseconds(200);
 
 // A caller that waits this long, and many times the time of one of its own claims, for a worker's
-// last claim has met a worker the OS descheduled (another process on its core: a wait of a
-// scheduler time slice, milliseconds). Calls then run on their calling thread for a while, and
-// the team is tried again after it: one stall costs a few percent of that time, where waiting on
-// every call cost several times the work.
+// last claim has met a worker the OS descheduled (another process on its core, or the host
+// taking the vCPU: a wait of milliseconds). Calls then run on their calling thread for a while and
+// the team is tried again after it. The while starts short and doubles while stalls keep coming
+// soon after each retry (a busy neighbour: one stall then costs a few percent of the time alone),
+// and falls back to the shortest after a quiet stretch (a rare preemption costs little more than
+// itself).
 using Clock = std::chrono::steady_clock;
 constexpr auto kStalled = std::chrono::microseconds(200);
 constexpr int kStalledClaims = 8;
-constexpr auto kAloneAfterStall = std::chrono::milliseconds(100);
+constexpr Clock::duration kShortestAlone = std::chrono::milliseconds(2), kLongestAlone = std::chrono::milliseconds(200);
+constexpr int kQuietAlones = 4;  // a stall after this many times the last while alone starts over
 
 // The least work (flops or element visits, as parallel_for counts it) one claim takes: a claim
 // moves a cache line between cores, so tasks far smaller than this are claimed several at once.
@@ -65,7 +68,10 @@ class Team {
 
   std::atomic<bool> busy_{false};           // a caller owns the team
   std::atomic<Clock::rep> alone_until_{0};  // calls run on their own thread until then
-  int workers_ = 0;                         // started; only the owning caller changes it
+  // The caller that owns the team updates these after a stall.
+  Clock::time_point last_stall_{};
+  Clock::duration alone_ = kShortestAlone;
+  int workers_ = 0;  // started; only the owning caller changes it
 
   // The current job: its fields are written before `published_`, and a worker may read them
   // mixed with a newer job's; its claims name the job id it read, so such a claim never succeeds
@@ -160,8 +166,12 @@ void Team::run(int threads, int64_t tasks, int64_t chunk, TaskFn fn, void* conte
   if (claims_run > 0) {
     // A worker that took far longer than a claim takes here was descheduled: its core is busy.
     const auto waited = Clock::now() - claimed_all, claim_time = (claimed_all - start) / claims_run;
-    if (waited > std::max<Clock::duration>(kStalled, kStalledClaims * claim_time))
-      alone_until_.store((Clock::now() + kAloneAfterStall).time_since_epoch().count(), std::memory_order_relaxed);
+    if (waited > std::max<Clock::duration>(kStalled, kStalledClaims * claim_time)) {
+      const Clock::time_point now = Clock::now();
+      alone_ = now - last_stall_ < kQuietAlones * alone_ ? std::min(2 * alone_, kLongestAlone) : kShortestAlone;
+      last_stall_ = now;
+      alone_until_.store((now + alone_).time_since_epoch().count(), std::memory_order_relaxed);
+    }
   }
   busy_.store(false, std::memory_order_release);
 }
