@@ -46,7 +46,7 @@ TEST(Team, EveryTaskRunsExactlyOnce) {
 }
 
 // A worker that was slow once (an earlier test's, under a sanitizer) sends calls to their own
-// thread for 100 ms, so this tries for up to two seconds.
+// thread for up to 200 ms at a time, so this tries for up to two seconds.
 TEST(Team, WorkersTakePart) {
   std::mutex mutex;
   std::set<std::thread::id> ran_on;
