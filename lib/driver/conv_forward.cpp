@@ -232,10 +232,12 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
   // once, weights packed per row), whichever copies less. A long padded row of many channels
   // (conv1d_audio, too long for a band) wants the latter; without padding views are never copies
   // (resnet_1x1_56 NHWC spent half its time repacking weights per row).
-  const int64_t view_floats = g.ic_per_group * g.kernel[0] * g.kernel[1] *
-                              ((g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
-  p.rows_outer =
-      p.prepared && specialized->row_kernel && any_tap_reads_padding(g) && view_floats > g.reduction * p.oc_block;
+  // In double: a row's span with a dilation of any int64 may not fit one (only compared here).
+  const double view_floats = double(g.ic_per_group) * double(g.kernel[0]) * double(g.kernel[1]) *
+                             (double(g.out[2] - 1) * double(g.stride[2]) +
+                              double(g.kernel[2] - 1) * double(g.dilation[2]) + 1);
+  p.rows_outer = p.prepared && specialized->row_kernel && any_tap_reads_padding(g) &&
+                 view_floats > double(g.reduction) * double(p.oc_block);
   p.prepared_floats = p.prepared ? g.reduction * p.oc_block : 0;
   return p;
 }
