@@ -57,7 +57,7 @@ CONVJIT_PUBLIC const char*    convjit_last_error(void);            /* this threa
 /* Runtime knobs beyond the design's fixed list. */
 
 /* Threads used by later calls of this process; 0 restores the default (CONVJIT_NUM_THREADS,
- * else OpenMP's default). Negative is CONVJIT_EINVAL. */
+ * else the CPUs in this process's affinity mask). Negative is CONVJIT_EINVAL. */
 CONVJIT_PUBLIC convjit_status convjit_set_num_threads(int32_t num_threads);
 CONVJIT_PUBLIC int32_t        convjit_get_num_threads(void);
 

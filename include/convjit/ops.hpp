@@ -26,7 +26,8 @@ CONVJIT_PUBLIC void meanpool_backward(const PoolDims& dims, const float* dy, flo
 CONVJIT_PUBLIC void lpnormpool_backward(const PoolDims& dims, float p, const float* x, const float* y, const float* dy,
                                         float* dx);
 
-// Threads used by later calls; 0 restores the default (CONVJIT_NUM_THREADS, else OpenMP's).
+// Threads used by later calls; 0 restores the default (CONVJIT_NUM_THREADS, else the CPUs this
+// process may run on).
 CONVJIT_PUBLIC void set_num_threads(int num_threads);
 CONVJIT_PUBLIC int num_threads();
 
