@@ -68,13 +68,16 @@ void Runtime::Impl::compile(const CompileRequest& request) {
     // checked again with its own size after (LLVM maps inside its linker; `fresh` is freed if
     // it does not fit).
     bool ok = false;
-    const std::string budget = "code budget of " + std::to_string(policy.code_budget_bytes) + " bytes";
+    auto too_large = [&](int64_t bytes) {
+      return "code budget of " + std::to_string(policy.code_budget_bytes) + " bytes cannot hold " +
+             (bytes > 0 ? "this kernel of " + std::to_string(bytes) + " bytes" : std::string("any kernel"));
+    };
     const int64_t known = int64_t(backend_->mapped_bytes_before_compile(request.key));
     if (!evict_to_fit(std::max<int64_t>(known, 1))) {
-      failure = budget + " cannot hold this kernel of " + std::to_string(known) + " bytes";
+      failure = too_large(known);
     } else if (backend_->compile(request.key, fresh.get(), &failure)) {
       ok = evict_to_fit(int64_t(fresh->mapped_bytes));
-      if (!ok) failure = budget + " cannot hold this kernel of " + std::to_string(fresh->mapped_bytes) + " bytes";
+      if (!ok) failure = too_large(int64_t(fresh->mapped_bytes));
     }
     compile_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
     if (ok) {

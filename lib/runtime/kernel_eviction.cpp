@@ -3,6 +3,7 @@
 // again), and their code is unmapped once no call can still be running it.
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "runtime_impl.hpp"
 
@@ -30,20 +31,24 @@ bool Runtime::Impl::evict_to_fit(int64_t bytes) {
   std::stable_sort(victims.begin(), victims.end(),
                    [&](const jit::CompiledKernel* a, const jit::CompiledKernel* b) { return uses[a] < uses[b]; });
 
-  std::vector<std::unique_ptr<jit::CompiledKernel>> evicted;
+  // The least used until the rest fit, unlinked from their slots in one pass, then taken out of
+  // the cache.
+  std::unordered_set<const jit::CompiledKernel*> leaving;
   int64_t mapped = cache_.mapped_bytes();
   for (const jit::CompiledKernel* victim : victims) {
     if (mapped + bytes <= budget) break;
-    table_.for_each([&](ConfigSlot& slot) {
-      if (slot.kernel.load(std::memory_order_relaxed) != victim) return;
-      slot.kernel.store(nullptr, std::memory_order_seq_cst);  // before the grace period below
-      slot.calls_at_cold.store(slot.calls.load(std::memory_order_relaxed), std::memory_order_relaxed);
-      slot.kernel_ns.store(-1, std::memory_order_relaxed);
-      slot.state.store(int(SlotState::Cold), std::memory_order_release);
-    });
+    leaving.insert(victim);
     mapped -= int64_t(victim->mapped_bytes);
-    evicted.push_back(cache_.take(victim));
   }
+  table_.for_each([&](ConfigSlot& slot) {
+    if (!leaving.count(slot.kernel.load(std::memory_order_relaxed))) return;
+    slot.kernel.store(nullptr, std::memory_order_seq_cst);  // before the grace period below
+    slot.calls_at_cold.store(slot.calls.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    slot.kernel_ns.store(-1, std::memory_order_relaxed);
+    slot.state.store(int(SlotState::Cold), std::memory_order_release);
+  });
+  std::vector<std::unique_ptr<jit::CompiledKernel>> evicted;
+  for (const jit::CompiledKernel* victim : leaving) evicted.push_back(cache_.take(victim));
   grace_.wait_for_readers();
   kernel_evictions_.fetch_add(int64_t(evicted.size()), std::memory_order_relaxed);
   evicted.clear();  // unmapped
