@@ -60,17 +60,17 @@ int64_t field(FuzzedDataProvider& in, int64_t lo, int64_t hi) {
   }
 }
 
-int32_t enum_field(FuzzedDataProvider& in, int32_t count) {
+// An int32 field (rank, an enum): mostly [lo, hi], now and then any int32.
+int32_t int32_field(FuzzedDataProvider& in, int32_t lo, int32_t hi) {
   return in.ConsumeIntegralInRange<int>(0, 63) == 0 ? in.ConsumeIntegral<int32_t>()
-                                                    : in.ConsumeIntegralInRange<int32_t>(0, count - 1);
+                                                    : in.ConsumeIntegralInRange<int32_t>(lo, hi);
 }
 
 convjit_conv_params conv_params(FuzzedDataProvider& in) {
   convjit_conv_params p{};
-  p.rank = in.ConsumeIntegralInRange<int>(0, 63) == 0 ? in.ConsumeIntegral<int32_t>()
-                                                      : in.ConsumeIntegralInRange<int32_t>(1, 3);
-  p.layout = enum_field(in, 2);
-  p.mode = enum_field(in, 2);
+  p.rank = int32_field(in, 1, 3);
+  p.layout = int32_field(in, 0, 1);
+  p.mode = int32_field(in, 0, 1);
   p.batch = field(in, 1, 4);
   p.groups = field(in, 1, 4);
   // Channels per group times the groups, where that product is defined (else the raw field).
@@ -94,10 +94,9 @@ convjit_conv_params conv_params(FuzzedDataProvider& in) {
 
 convjit_pool_params pool_params(FuzzedDataProvider& in) {
   convjit_pool_params p{};
-  p.rank = in.ConsumeIntegralInRange<int>(0, 63) == 0 ? in.ConsumeIntegral<int32_t>()
-                                                      : in.ConsumeIntegralInRange<int32_t>(1, 3);
-  p.layout = enum_field(in, 2);
-  p.exclude_padding = enum_field(in, 2);
+  p.rank = int32_field(in, 1, 3);
+  p.layout = int32_field(in, 0, 1);
+  p.exclude_padding = int32_field(in, 0, 1);
   p.batch = field(in, 1, 4);
   p.channels = field(in, 1, 20);
   for (int d = 0; d < 3; ++d) {
