@@ -7,11 +7,9 @@
 // groups and depthwise, strides, dilations, padding) through one runtime (threshold 2, compiles in
 // the background, a small code budget); a controller changes the process's thread count and
 // forks children that call the library and must exit within 30 s. One result in --check-every is
-// compared bitwise with the problem's reference, made once with the problem: for the two ops the
-// runtime dispatches (forward, backward data) by a runtime without JIT on one thread, for the
-// others by the same functions under the thread count of that moment (the library's contract:
-// every tier and thread count gives the same bits). The kernels' mapped bytes are sampled against
-// the budget and the process's resident memory is recorded.
+// compared bitwise with the problem's reference, made once with the problem by a runtime without
+// JIT on one thread (the library's contract: every tier and thread count gives the same bits). The kernels' mapped
+// bytes are sampled against the budget and the process's resident memory is recorded.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,18 +82,11 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-enum class Op {
-  ConvForward,
-  ConvBackwardData,
-  ConvBackwardFilter,
-  MaxPool,
-  MeanPool,
-  MaxPoolBackward,
-  MeanPoolBackward
-};
-constexpr int kOps = 7;
-const char* const kOpNames[kOps] = {"conv_forward",     "conv_backward_data", "conv_backward_filter", "maxpool_forward",
-                                    "meanpool_forward", "maxpool_backward",   "meanpool_backward"};
+// The ops the soak calls (Lp-norm pooling, a variant of the others' paths, is left out).
+constexpr Op kOps[] = {Op::ConvForward,     Op::ConvBackwardData, Op::ConvBackwardFilter, Op::MaxPoolForward,
+                       Op::MeanPoolForward, Op::MaxPoolBackward,  Op::MeanPoolBackward};
+constexpr int kOpCount = int(sizeof kOps / sizeof kOps[0]);
+constexpr int kOpCodes = int(Op::LpNormPoolBackward) + 1;
 
 int64_t pick(std::mt19937_64& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -159,8 +150,7 @@ std::vector<float> random_floats(std::mt19937_64& rng, int64_t n) {
   return v;
 }
 
-// One random problem of `op`, run on `runtime` (conv forward and backward data; the other ops
-// have no runtime yet and use the process functions), its output returned.
+// One random problem of `op`, run on a runtime, its output returned.
 struct Problem {
   Op op;
   ConvDims conv;
@@ -211,23 +201,23 @@ struct Problem {
         break;
       case Op::ConvBackwardFilter:
         out.resize(size_t(conv.weight_elements()));
-        conv_backward_filter(conv, a.data(), b.data(), out.data());
+        runtime.conv_backward_filter(conv, a.data(), b.data(), out.data());
         break;
-      case Op::MaxPool:
+      case Op::MaxPoolForward:
         out.resize(size_t(pool.output_elements()));
-        maxpool_forward(pool, a.data(), out.data());
+        runtime.maxpool_forward(pool, a.data(), out.data());
         break;
-      case Op::MeanPool:
+      case Op::MeanPoolForward:
         out.resize(size_t(pool.output_elements()));
-        meanpool_forward(pool, a.data(), out.data());
+        runtime.meanpool_forward(pool, a.data(), out.data());
         break;
       case Op::MaxPoolBackward:
         out.resize(size_t(pool.input_elements()));
-        maxpool_backward(pool, a.data(), b.data(), c.data(), out.data());
+        runtime.maxpool_backward(pool, a.data(), b.data(), c.data(), out.data());
         break;
       case Op::MeanPoolBackward:
         out.resize(size_t(pool.input_elements()));
-        meanpool_backward(pool, c.data(), out.data());
+        runtime.meanpool_backward(pool, c.data(), out.data());
         break;
     }
     return out;
@@ -267,7 +257,7 @@ int child_main(Runtime& inherited, uint64_t seed) {
   Runtime fresh(soak_policy(1 << 20)), generic(generic_policy());
   set_num_threads(int(pick(rng, 1, 3)));
   for (int i = 0; i < 12; ++i) {
-    const Problem p(Op(pick(rng, 0, kOps - 1)), rng);
+    const Problem p(kOps[pick(rng, 0, kOpCount - 1)], rng);
     const std::vector<float> want = p.run(generic);
     if (!same_bits(p.run(inherited), want) || !same_bits(p.run(fresh), want)) return 1;
   }
@@ -280,7 +270,7 @@ int child_main(Runtime& inherited, uint64_t seed) {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   Runtime runtime(soak_policy(o.budget)), generic(generic_policy());
-  std::atomic<int64_t> calls[kOps] = {}, checks{0}, mismatches{0}, over_budget{0}, samples{0};
+  std::atomic<int64_t> calls[kOpCodes] = {}, checks{0}, mismatches{0}, over_budget{0}, samples{0};
   std::atomic<int64_t> peak_rss{0}, peak_mapped{0}, forks{0}, fork_failures{0};
   std::atomic<bool> stop{false};
   const auto end = Clock::now() + std::chrono::duration<double>(o.seconds);
@@ -294,7 +284,7 @@ int main(int argc, char** argv) {
       std::vector<Problem> pool;
       std::vector<std::vector<float>> want;  // each problem's reference
       auto fresh = [&] {
-        Problem p(Op(pick(rng, 0, kOps - 1)), rng);
+        Problem p(kOps[pick(rng, 0, kOpCount - 1)], rng);
         std::vector<float> reference = p.run(generic);
         return std::make_pair(std::move(p), std::move(reference));
       };
@@ -312,8 +302,7 @@ int main(int argc, char** argv) {
         if (n % o.check_every == 0) {
           checks.fetch_add(1, std::memory_order_relaxed);
           if (!same_bits(got, want[i])) {
-            if (mismatches.fetch_add(1) < 5)
-              std::fprintf(stderr, "convjit-soak: MISMATCH in %s\n", kOpNames[int(p.op)]);
+            if (mismatches.fetch_add(1) < 5) std::fprintf(stderr, "convjit-soak: MISMATCH in %s\n", op_name(p.op));
           }
         }
       }
@@ -363,7 +352,9 @@ int main(int argc, char** argv) {
   std::printf("convjit-soak: %.0f s, %d application threads, code budget %lld bytes, backend %s\n", o.seconds,
               o.app_threads, (long long)o.budget, s.backend.c_str());
   std::printf("calls: %lld (", (long long)total);
-  for (int i = 0; i < kOps; ++i) std::printf("%s%s %lld", i ? ", " : "", kOpNames[i], (long long)calls[i].load());
+  for (int i = 0; i < kOpCount; ++i) {
+    std::printf("%s%s %lld", i ? ", " : "", op_name(kOps[i]), (long long)calls[int(kOps[i])].load());
+  }
   std::printf(")\n");
   std::printf("checked bitwise against their references: %lld, mismatches %lld\n", (long long)checks.load(),
               (long long)mismatches.load());

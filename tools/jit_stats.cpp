@@ -1,5 +1,5 @@
-// jit-stats: reads and compares convjit's stats files (CONVJIT_STATS, schema convjit-stats v1)
-// and runs built-in workloads through the tiers.
+// jit-stats: reads and compares convjit's stats files (CONVJIT_STATS, schema convjit-stats v2,
+// and v1 of older builds) and runs built-in workloads through the tiers.
 //
 //   jit-stats show FILE [--json | --csv]
 //   jit-stats diff A B
@@ -54,13 +54,32 @@ std::string joined(const json& a, const char* sep = "x") {
   return s;
 }
 
-// NNlib-like notation: "3x3 s1 p1 64->64 56x56 n1", plus what else tells configurations apart.
-std::string shape_of(const json& c) {
-  std::string s = joined(c.at("kernel")) + " s" + joined(c.at("stride"));
+bool any_other_than_one(const json& a) {
+  return std::any_of(a.begin(), a.end(), [](const json& v) { return v.get<int64_t>() != 1; });
+}
+
+// "3x3 s1 p1" (" d2" when dilated): a window's part of the notation.
+std::string window_of(const json& c, const char* window) {
+  std::string s = joined(c.at(window)) + " s" + joined(c.at("stride"));
   const std::string pb = joined(c.at("pad_begin")), pe = joined(c.at("pad_end"));
   s += " p" + (pb == pe ? pb : pb + "/" + pe);
-  const json& d = c.at("dilation");
-  if (std::any_of(d.begin(), d.end(), [](const json& v) { return v.get<int64_t>() != 1; })) s += " d" + joined(d);
+  if (any_other_than_one(c.at("dilation"))) s += " d" + joined(c.at("dilation"));
+  return s;
+}
+
+// The op, then NNlib-like notation: "conv_fwd 3x3 s1 p1 64->64 56x56 n1" plus what else tells
+// configurations apart; pooling "maxpool_fwd 2x2 s2 p0 64 56x56 n1".
+std::string shape_of(const json& c) {
+  const std::string op = c.at("op");
+  if (op.find("pool") != std::string::npos) {
+    std::string s = op + " " + window_of(c, "window") + " " + std::to_string(c.at("channels").get<int64_t>());
+    s += " " + joined(c.at("in_size")) + " n" + std::to_string(c.at("batch").get<int64_t>());
+    if (c.at("layout") == "nhwc") s += " nhwc";
+    if (c.at("exclude_padding").get<bool>()) s += " exclude_padding";
+    if (c.contains("p")) s += " p=" + json(c.at("p").get<double>()).dump();
+    return s;
+  }
+  std::string s = op + " " + window_of(c, "kernel");
   s += " " + std::to_string(c.at("in_channels").get<int64_t>()) + "->" +
        std::to_string(c.at("out_channels").get<int64_t>());
   if (c.at("groups").get<int64_t>() != 1) s += " g" + std::to_string(c.at("groups").get<int64_t>());
@@ -103,7 +122,10 @@ json load_stats(const std::string& path) {
   try {
     stats = json::parse(file);
     if (stats.at("schema") != "convjit-stats") throw std::runtime_error("not a convjit stats file (schema)");
-    if (stats.at("version") != 1) throw std::runtime_error("unsupported version " + stats.at("version").dump());
+    // Version 1 (older builds) has forward convolutions only, with the same fields.
+    if (stats.at("version") != 1 && stats.at("version") != 2) {
+      throw std::runtime_error("unsupported version " + stats.at("version").dump());
+    }
     // Every field the commands read, so that a malformed file fails here, naming itself.
     stats.at("policy").at("hot_threshold").get<int64_t>();
     stats.at("backend").get<std::string>();
@@ -129,7 +151,7 @@ std::string tier_note(const Row& r, int64_t threshold, const std::string& backen
   }
   if (r.state == "queued") return "compile queued";
   if (r.state == "failed") return "compile failed: " + r.reason;
-  if (r.state == "declined") return "generic is faster: " + r.reason;
+  if (r.state == "declined") return "stays generic: " + r.reason;
   return r.state;
 }
 
@@ -141,12 +163,12 @@ void print_table(const json& stats) {
   std::printf("backend %s%s%s%s, hot threshold %lld\n", stats.at("backend").get<std::string>().c_str(),
               stats.at("backend_unavailable_reason").get<std::string>().empty() ? "" : ": ",
               stats.at("backend_unavailable_reason").get<std::string>().c_str(), isa.c_str(), (long long)threshold);
-  std::printf("%-40s %8s %8s %11s %11s %8s %10s %7s  %s\n", "configuration", "generic", "jit", "generic us", "jit us",
+  std::printf("%-56s %8s %8s %11s %11s %8s %10s %7s  %s\n", "configuration", "generic", "jit", "generic us", "jit us",
               "speedup", "compile us", "bytes", "tier");
   double total_us = 0;
   int64_t generic = 0, jit = 0;
   for (const Row& r : rows) {
-    std::printf("%-40s %8lld %8lld %11.1f %11.1f %7.2fx %10.1f %7lld  %s\n", r.shape.c_str(),
+    std::printf("%-56s %8lld %8lld %11.1f %11.1f %7.2fx %10.1f %7lld  %s\n", r.shape.c_str(),
                 (long long)r.calls_generic, (long long)r.calls_jit, r.ns_generic * 1e-3, r.ns_jit * 1e-3, r.speedup(),
                 r.compile_us, (long long)r.code_bytes, tier_note(r, threshold, stats.at("backend")).c_str());
     total_us += r.time_spent_us();
@@ -185,7 +207,7 @@ void print_timeline(const json& stats) {
   std::printf("\ntier timeline (ms since the runtime started): first call -> hot -> kernel arrived\n");
   auto ms = [](double us) { return us < 0 ? std::string("-") : std::to_string(us * 1e-3).substr(0, 7); };
   for (const Row& r : rows) {
-    std::printf("  %-40s %8s -> %8s -> %8s\n", r.shape.c_str(), ms(r.first_call_us).c_str(), ms(r.hot_us).c_str(),
+    std::printf("  %-56s %8s -> %8s -> %8s\n", r.shape.c_str(), ms(r.first_call_us).c_str(), ms(r.hot_us).c_str(),
                 ms(r.kernel_us).c_str());
   }
 }
@@ -222,7 +244,7 @@ int diff(const std::vector<std::string>& args) {
   for (const Row& r : rows_b) matched[r.shape].second = &r;
   std::printf("A: %s (backend %s)\nB: %s (backend %s)\n", args[0].c_str(), a.at("backend").get<std::string>().c_str(),
               args[1].c_str(), b.at("backend").get<std::string>().c_str());
-  std::printf("%-40s %12s %12s %12s %12s %8s\n", "configuration", "A calls g/j", "B calls g/j", "A best us",
+  std::printf("%-56s %12s %12s %12s %12s %8s\n", "configuration", "A calls g/j", "B calls g/j", "A best us",
               "B best us", "B vs A");
   auto best = [](const Row* r) {  // mean time per call on the tier it ended on
     if (!r) return 0.0;
@@ -233,7 +255,7 @@ int diff(const std::vector<std::string>& args) {
   };
   for (const auto& [shape, pair] : matched) {
     const double ta = best(pair.first), tb = best(pair.second);
-    std::printf("%-40s %12s %12s %12.1f %12.1f %7.2fx\n", shape.c_str(), calls(pair.first).c_str(),
+    std::printf("%-56s %12s %12s %12.1f %12.1f %7.2fx\n", shape.c_str(), calls(pair.first).c_str(),
                 calls(pair.second).c_str(), ta, tb, ta > 0 && tb > 0 ? ta / tb : 0.0);
   }
   return 0;

@@ -88,6 +88,13 @@ typedef struct {
 
 typedef struct convjit_runtime convjit_runtime;
 
+/* The ops, as a runtime counts them (convjit_config_stats.op; the stats' "op" names them). */
+typedef enum {
+  CONVJIT_OP_CONV_FORWARD = 0, CONVJIT_OP_CONV_BACKWARD_DATA = 1, CONVJIT_OP_CONV_BACKWARD_FILTER = 2,
+  CONVJIT_OP_MAXPOOL_FORWARD = 3, CONVJIT_OP_MEANPOOL_FORWARD = 4, CONVJIT_OP_LPNORMPOOL_FORWARD = 5,
+  CONVJIT_OP_MAXPOOL_BACKWARD = 6, CONVJIT_OP_MEANPOOL_BACKWARD = 7, CONVJIT_OP_LPNORMPOOL_BACKWARD = 8
+} convjit_op;
+
 /* evictions: configurations the detector's full table recycled; kernel_evictions: kernels the full
  * code budget evicted; mapped_bytes: the executable memory the kernels hold (what the budget bounds). */
 typedef struct {
@@ -95,6 +102,8 @@ typedef struct {
   int64_t kernel_evictions, mapped_bytes;
 } convjit_runtime_totals;
 
+/* One configuration: an op and its problem as the caller gave it (params for the conv ops,
+ * pool_params and p for pooling). The last three fields came with the op field: rebuild against this header. */
 typedef struct {
   convjit_conv_params params;
   int32_t activation, has_bias;
@@ -103,6 +112,9 @@ typedef struct {
   char state[16];               /* "cold", "queued", "jit", "failed", "declined" */
   char kernel[96];              /* the specialized kernel's name, once compiled */
   char failure[128];            /* why its compile failed or was declined */
+  int32_t op;                   /* convjit_op */
+  float p;                      /* Lp-norm pooling's p; 0 otherwise */
+  convjit_pool_params pool_params;
 } convjit_config_stats;
 
 CONVJIT_PUBLIC void           convjit_policy_from_environment(convjit_policy* policy);
@@ -112,9 +124,32 @@ CONVJIT_PUBLIC convjit_runtime* convjit_default_runtime(void);
 CONVJIT_PUBLIC convjit_status convjit_runtime_conv_forward(convjit_runtime* runtime, const convjit_conv_params* params,
                                                            const float* x, const float* w, const float* bias,
                                                            int32_t activation, float* y);
+/* Every op through a runtime of its own (the functions without a runtime argument use the default one). */
+CONVJIT_PUBLIC convjit_status convjit_runtime_conv_backward_data(convjit_runtime* runtime, const convjit_conv_params* params,
+                                                                 const float* dy, const float* w, float* dx);
+CONVJIT_PUBLIC convjit_status convjit_runtime_conv_backward_filter(convjit_runtime* runtime,
+                                                                   const convjit_conv_params* params, const float* x,
+                                                                   const float* dy, float* dw);
+CONVJIT_PUBLIC convjit_status convjit_runtime_maxpool_forward(convjit_runtime* runtime, const convjit_pool_params* params,
+                                                              const float* x, float* y);
+CONVJIT_PUBLIC convjit_status convjit_runtime_meanpool_forward(convjit_runtime* runtime, const convjit_pool_params* params,
+                                                               const float* x, float* y);
+CONVJIT_PUBLIC convjit_status convjit_runtime_lpnormpool_forward(convjit_runtime* runtime,
+                                                                 const convjit_pool_params* params, float p,
+                                                                 const float* x, float* y);
+CONVJIT_PUBLIC convjit_status convjit_runtime_maxpool_backward(convjit_runtime* runtime, const convjit_pool_params* params,
+                                                               const float* x, const float* y, const float* dy,
+                                                               float* dx);
+CONVJIT_PUBLIC convjit_status convjit_runtime_meanpool_backward(convjit_runtime* runtime,
+                                                                const convjit_pool_params* params, const float* dy,
+                                                                float* dx);
+CONVJIT_PUBLIC convjit_status convjit_runtime_lpnormpool_backward(convjit_runtime* runtime,
+                                                                  const convjit_pool_params* params, float p,
+                                                                  const float* x, const float* y, const float* dy,
+                                                                  float* dx);
 CONVJIT_PUBLIC convjit_status convjit_runtime_wait(convjit_runtime* runtime);   /* for queued compiles */
 CONVJIT_PUBLIC convjit_status convjit_runtime_get_totals(convjit_runtime* runtime, convjit_runtime_totals* totals);
-/* The stats as JSON (schema "convjit-stats" version 1, see the README). */
+/* The stats as JSON (schema "convjit-stats" version 2, see the README). */
 CONVJIT_PUBLIC convjit_status convjit_runtime_write_stats(convjit_runtime* runtime, const char* path);
 /* Writes up to capacity configurations to out and their total number to *count. */
 CONVJIT_PUBLIC convjit_status convjit_runtime_get_config_stats(convjit_runtime* runtime, convjit_config_stats* out,

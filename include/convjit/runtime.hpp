@@ -1,12 +1,15 @@
-// The tiered runtime: counts calls per configuration, compiles a specialized forward kernel for a
-// configuration once it is hot, and runs it from then on, with no change to any type or
-// signature. Results are bitwise identical on every tier and for every thread count.
+// The tiered runtime: every op goes through it. It counts calls per configuration (op and
+// problem), compiles a specialized kernel for a configuration once it is hot, and runs it from
+// then on, with no change to any type or signature. Results are bitwise identical on every tier
+// and for every thread count. Compiled kernels exist so far for forward convolution (and
+// backward data with stride 1, which runs as one); the other ops' hot configurations show as
+// "declined", with the reason.
 //
 // The free functions of ops.hpp use Runtime::process_default(), configured by the environment
 // (CONVJIT_BACKEND, CONVJIT_HOT_THRESHOLD, CONVJIT_ASYNC, CONVJIT_NUM_THREADS, CONVJIT_VERBOSE,
 // CONVJIT_SPECIALIZE_SIZES, CONVJIT_DECLINE_SLOWER, CONVJIT_MAX_CONFIGURATIONS, CONVJIT_CODE_BUDGET,
-// CONVJIT_PERF_MAP, CONVJIT_MAX_ISA, CONVJIT_CACHE_DIR; CONVJIT_STATS=path writes its stats as JSON at exit). Apps that want
-// their own policy create Runtime objects; every method is thread-safe.
+// CONVJIT_PERF_MAP, CONVJIT_MAX_ISA, CONVJIT_CACHE_DIR; CONVJIT_STATS=path writes its stats as JSON at exit). Apps that
+// want their own policy create Runtime objects; every method is thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "convjit/dims.hpp"
+#include "convjit/error.hpp"
 #include "convjit/export.h"
 
 namespace convjit {
@@ -43,9 +47,29 @@ struct CONVJIT_PUBLIC Policy {
   static Policy from_environment();  // defaults overridden by the CONVJIT_* variables
 };
 
+enum class Op : int32_t {
+  ConvForward = CONVJIT_OP_CONV_FORWARD,
+  ConvBackwardData = CONVJIT_OP_CONV_BACKWARD_DATA,
+  ConvBackwardFilter = CONVJIT_OP_CONV_BACKWARD_FILTER,
+  MaxPoolForward = CONVJIT_OP_MAXPOOL_FORWARD,
+  MeanPoolForward = CONVJIT_OP_MEANPOOL_FORWARD,
+  LpNormPoolForward = CONVJIT_OP_LPNORMPOOL_FORWARD,
+  MaxPoolBackward = CONVJIT_OP_MAXPOOL_BACKWARD,
+  MeanPoolBackward = CONVJIT_OP_MEANPOOL_BACKWARD,
+  LpNormPoolBackward = CONVJIT_OP_LPNORMPOOL_BACKWARD,
+};
+// "conv_fwd", "conv_bwd_data", "conv_bwd_filter", "maxpool_fwd", ..., "lpnormpool_bwd": the stats' names.
+CONVJIT_PUBLIC const char* op_name(Op op);
+inline bool is_pool(Op op) {
+  return op >= Op::MaxPoolForward;
+}
+
 // Per configuration (op, dims, layout, mode, post-op).
 struct ConfigStats {
-  ConvDims dims;
+  Op op = Op::ConvForward;
+  ConvDims dims;       // the conv ops'
+  PoolDims pool_dims;  // the pooling ops'
+  float p = 0;         // Lp-norm pooling's
   Activation activation = Activation::Identity;
   bool has_bias = false;
   int64_t calls_generic = 0, calls_jit = 0;
@@ -82,9 +106,16 @@ class CONVJIT_PUBLIC Runtime {
 
   void conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias, Activation activation,
                     float* y);
-  // With stride 1 it runs as a forward convolution of dy (its stats appear as that forward
-  // configuration, with in/out channels swapped), so it too reaches the JIT tier.
+  // With stride 1 it runs as a forward convolution of dy (its configuration's kernel is that
+  // forward's), so it too reaches the JIT tier.
   void conv_backward_data(const ConvDims& dims, const float* dy, const float* w, float* dx);
+  void conv_backward_filter(const ConvDims& dims, const float* x, const float* dy, float* dw);
+  void maxpool_forward(const PoolDims& dims, const float* x, float* y);
+  void meanpool_forward(const PoolDims& dims, const float* x, float* y);
+  void lpnormpool_forward(const PoolDims& dims, float p, const float* x, float* y);
+  void maxpool_backward(const PoolDims& dims, const float* x, const float* y, const float* dy, float* dx);
+  void meanpool_backward(const PoolDims& dims, const float* dy, float* dx);
+  void lpnormpool_backward(const PoolDims& dims, float p, const float* x, const float* y, const float* dy, float* dx);
   const Policy& policy() const;
   RuntimeStats stats() const;
   void wait_for_compiles();  // until every requested compile has finished

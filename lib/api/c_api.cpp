@@ -11,7 +11,6 @@
 #include "convjit/error.hpp"
 #include "convjit/runtime.hpp"
 #include "geometry.hpp"
-#include "ops_internal.hpp"
 #include "runtime_impl.hpp"
 #include "threads.hpp"
 
@@ -47,9 +46,14 @@ Status output_size(const Params* params, Status (*make_geometry)(const Params&, 
   return Status::success();
 }
 
+convjit::Runtime::Impl& default_runtime() {
+  return convjit::Runtime::process_default().impl();
+}
+
 }  // namespace
 }  // namespace convjit::detail
 
+using convjit::detail::default_runtime;
 using convjit::detail::guarded;
 using convjit::detail::PoolOp;
 using convjit::detail::Status;
@@ -61,18 +65,17 @@ extern "C" convjit_status convjit_conv_output_size(const convjit_conv_params* pa
 
 extern "C" convjit_status convjit_conv_forward(const convjit_conv_params* params, const float* x, const float* w,
                                                const float* bias, int32_t activation, float* y) {
-  return guarded(
-      [&] { return convjit::Runtime::process_default().impl().conv_forward(params, x, w, bias, activation, y); });
+  return guarded([&] { return default_runtime().conv_forward(params, x, w, bias, activation, y); });
 }
 
 extern "C" convjit_status convjit_conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w,
                                                      float* dx) {
-  return guarded([&] { return convjit::Runtime::process_default().impl().conv_backward_data(params, dy, w, dx); });
+  return guarded([&] { return default_runtime().conv_backward_data(params, dy, w, dx); });
 }
 
 extern "C" convjit_status convjit_conv_backward_filter(const convjit_conv_params* params, const float* x,
                                                        const float* dy, float* dw) {
-  return guarded([&] { return detail::conv_backward_filter(params, x, dy, dw); });
+  return guarded([&] { return default_runtime().conv_backward_filter(params, x, dy, dw); });
 }
 
 extern "C" convjit_status convjit_pool_output_size(const convjit_pool_params* params, int64_t out_size[3]) {
@@ -80,30 +83,30 @@ extern "C" convjit_status convjit_pool_output_size(const convjit_pool_params* pa
 }
 
 extern "C" convjit_status convjit_maxpool_forward(const convjit_pool_params* params, const float* x, float* y) {
-  return guarded([&] { return detail::pool_forward(PoolOp::Max, params, 0.0f, x, y); });
+  return guarded([&] { return default_runtime().pool_forward(PoolOp::Max, params, 0.0f, x, y); });
 }
 
 extern "C" convjit_status convjit_meanpool_forward(const convjit_pool_params* params, const float* x, float* y) {
-  return guarded([&] { return detail::pool_forward(PoolOp::Mean, params, 0.0f, x, y); });
+  return guarded([&] { return default_runtime().pool_forward(PoolOp::Mean, params, 0.0f, x, y); });
 }
 
 extern "C" convjit_status convjit_lpnormpool_forward(const convjit_pool_params* params, float p, const float* x,
                                                      float* y) {
-  return guarded([&] { return detail::pool_forward(PoolOp::LpNorm, params, p, x, y); });
+  return guarded([&] { return default_runtime().pool_forward(PoolOp::LpNorm, params, p, x, y); });
 }
 
 extern "C" convjit_status convjit_maxpool_backward(const convjit_pool_params* params, const float* x, const float* y,
                                                    const float* dy, float* dx) {
-  return guarded([&] { return detail::pool_backward(PoolOp::Max, params, 0.0f, x, y, dy, dx); });
+  return guarded([&] { return default_runtime().pool_backward(PoolOp::Max, params, 0.0f, x, y, dy, dx); });
 }
 
 extern "C" convjit_status convjit_meanpool_backward(const convjit_pool_params* params, const float* dy, float* dx) {
-  return guarded([&] { return detail::pool_backward(PoolOp::Mean, params, 0.0f, nullptr, nullptr, dy, dx); });
+  return guarded([&] { return default_runtime().pool_backward(PoolOp::Mean, params, 0.0f, nullptr, nullptr, dy, dx); });
 }
 
 extern "C" convjit_status convjit_lpnormpool_backward(const convjit_pool_params* params, float p, const float* x,
                                                       const float* y, const float* dy, float* dx) {
-  return guarded([&] { return detail::pool_backward(PoolOp::LpNorm, params, p, x, y, dy, dx); });
+  return guarded([&] { return default_runtime().pool_backward(PoolOp::LpNorm, params, p, x, y, dy, dx); });
 }
 
 extern "C" const char* convjit_last_error(void) {
@@ -203,13 +206,72 @@ extern "C" convjit_runtime* convjit_default_runtime(void) {
   return reinterpret_cast<convjit_runtime*>(&convjit::Runtime::process_default());
 }
 
+// A runtime's op: the runtime checked, then the op's own validation.
+template <typename Call>
+convjit_status on_runtime(convjit_runtime* runtime, Call&& call) {
+  return guarded([&] {
+    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{runtime, "runtime"}}));
+    return call(as_runtime(runtime)->impl());
+  });
+}
+
 extern "C" convjit_status convjit_runtime_conv_forward(convjit_runtime* runtime, const convjit_conv_params* params,
                                                        const float* x, const float* w, const float* bias,
                                                        int32_t activation, float* y) {
-  return guarded([&] {
-    CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{runtime, "runtime"}}));
-    return as_runtime(runtime)->impl().conv_forward(params, x, w, bias, activation, y);
+  return on_runtime(runtime,
+                    [&](convjit::Runtime::Impl& r) { return r.conv_forward(params, x, w, bias, activation, y); });
+}
+
+extern "C" convjit_status convjit_runtime_conv_backward_data(convjit_runtime* runtime,
+                                                             const convjit_conv_params* params, const float* dy,
+                                                             const float* w, float* dx) {
+  return on_runtime(runtime, [&](convjit::Runtime::Impl& r) { return r.conv_backward_data(params, dy, w, dx); });
+}
+
+extern "C" convjit_status convjit_runtime_conv_backward_filter(convjit_runtime* runtime,
+                                                               const convjit_conv_params* params, const float* x,
+                                                               const float* dy, float* dw) {
+  return on_runtime(runtime, [&](convjit::Runtime::Impl& r) { return r.conv_backward_filter(params, x, dy, dw); });
+}
+
+extern "C" convjit_status convjit_runtime_maxpool_forward(convjit_runtime* runtime, const convjit_pool_params* params,
+                                                          const float* x, float* y) {
+  return on_runtime(runtime,
+                    [&](convjit::Runtime::Impl& r) { return r.pool_forward(PoolOp::Max, params, 0.0f, x, y); });
+}
+
+extern "C" convjit_status convjit_runtime_meanpool_forward(convjit_runtime* runtime, const convjit_pool_params* params,
+                                                           const float* x, float* y) {
+  return on_runtime(runtime,
+                    [&](convjit::Runtime::Impl& r) { return r.pool_forward(PoolOp::Mean, params, 0.0f, x, y); });
+}
+
+extern "C" convjit_status convjit_runtime_lpnormpool_forward(convjit_runtime* runtime,
+                                                             const convjit_pool_params* params, float p, const float* x,
+                                                             float* y) {
+  return on_runtime(runtime,
+                    [&](convjit::Runtime::Impl& r) { return r.pool_forward(PoolOp::LpNorm, params, p, x, y); });
+}
+
+extern "C" convjit_status convjit_runtime_maxpool_backward(convjit_runtime* runtime, const convjit_pool_params* params,
+                                                           const float* x, const float* y, const float* dy, float* dx) {
+  return on_runtime(
+      runtime, [&](convjit::Runtime::Impl& r) { return r.pool_backward(PoolOp::Max, params, 0.0f, x, y, dy, dx); });
+}
+
+extern "C" convjit_status convjit_runtime_meanpool_backward(convjit_runtime* runtime, const convjit_pool_params* params,
+                                                            const float* dy, float* dx) {
+  return on_runtime(runtime, [&](convjit::Runtime::Impl& r) {
+    return r.pool_backward(PoolOp::Mean, params, 0.0f, nullptr, nullptr, dy, dx);
   });
+}
+
+extern "C" convjit_status convjit_runtime_lpnormpool_backward(convjit_runtime* runtime,
+                                                              const convjit_pool_params* params, float p,
+                                                              const float* x, const float* y, const float* dy,
+                                                              float* dx) {
+  return on_runtime(
+      runtime, [&](convjit::Runtime::Impl& r) { return r.pool_backward(PoolOp::LpNorm, params, p, x, y, dy, dx); });
 }
 
 extern "C" convjit_status convjit_runtime_wait(convjit_runtime* runtime) {
@@ -252,9 +314,15 @@ extern "C" convjit_status convjit_runtime_get_config_stats(convjit_runtime* runt
       const convjit::ConfigStats& c = s.configurations[size_t(i)];
       convjit_config_stats& o = out[i];
       o = {};
-      o.params = c.dims.to_c();
-      o.activation = int32_t(c.activation);
-      o.has_bias = c.has_bias;
+      o.op = int32_t(c.op);
+      if (convjit::is_pool(c.op)) {
+        o.pool_params = c.pool_dims.to_c();
+        o.p = c.p;
+      } else {
+        o.params = c.dims.to_c();
+        o.activation = int32_t(c.activation);
+        o.has_bias = c.has_bias;
+      }
       o.calls_generic = c.calls_generic;
       o.calls_jit = c.calls_jit;
       o.code_bytes = c.code_bytes;

@@ -1,18 +1,9 @@
-// The C++ API: the same ops as the C ABI, throwing convjit::Error instead of returning a status.
+// The C++ API's free functions: the ops on the process's default runtime (convjit::Error on bad input).
 #include "convjit/ops.hpp"
 #include "convjit/runtime.hpp"
-#include "ops_internal.hpp"
 #include "threads.hpp"
 
 namespace convjit {
-namespace {
-
-void throw_if_error(const detail::Status& status) {
-  if (!status.ok()) throw Error(status.code, status.message);
-}
-
-}  // namespace
-
 void conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias, Activation activation,
                   float* y) {
   Runtime::process_default().conv_forward(dims, x, w, bias, activation, y);
@@ -23,38 +14,31 @@ void conv_backward_data(const ConvDims& dims, const float* dy, const float* w, f
 }
 
 void conv_backward_filter(const ConvDims& dims, const float* x, const float* dy, float* dw) {
-  const convjit_conv_params params = dims.to_c();
-  throw_if_error(detail::conv_backward_filter(&params, x, dy, dw));
+  Runtime::process_default().conv_backward_filter(dims, x, dy, dw);
 }
 
 void maxpool_forward(const PoolDims& dims, const float* x, float* y) {
-  const convjit_pool_params params = dims.to_c();
-  throw_if_error(detail::pool_forward(detail::PoolOp::Max, &params, 0.0f, x, y));
+  Runtime::process_default().maxpool_forward(dims, x, y);
 }
 
 void meanpool_forward(const PoolDims& dims, const float* x, float* y) {
-  const convjit_pool_params params = dims.to_c();
-  throw_if_error(detail::pool_forward(detail::PoolOp::Mean, &params, 0.0f, x, y));
+  Runtime::process_default().meanpool_forward(dims, x, y);
 }
 
 void lpnormpool_forward(const PoolDims& dims, float p, const float* x, float* y) {
-  const convjit_pool_params params = dims.to_c();
-  throw_if_error(detail::pool_forward(detail::PoolOp::LpNorm, &params, p, x, y));
+  Runtime::process_default().lpnormpool_forward(dims, p, x, y);
 }
 
 void maxpool_backward(const PoolDims& dims, const float* x, const float* y, const float* dy, float* dx) {
-  const convjit_pool_params params = dims.to_c();
-  throw_if_error(detail::pool_backward(detail::PoolOp::Max, &params, 0.0f, x, y, dy, dx));
+  Runtime::process_default().maxpool_backward(dims, x, y, dy, dx);
 }
 
 void meanpool_backward(const PoolDims& dims, const float* dy, float* dx) {
-  const convjit_pool_params params = dims.to_c();
-  throw_if_error(detail::pool_backward(detail::PoolOp::Mean, &params, 0.0f, nullptr, nullptr, dy, dx));
+  Runtime::process_default().meanpool_backward(dims, dy, dx);
 }
 
 void lpnormpool_backward(const PoolDims& dims, float p, const float* x, const float* y, const float* dy, float* dx) {
-  const convjit_pool_params params = dims.to_c();
-  throw_if_error(detail::pool_backward(detail::PoolOp::LpNorm, &params, p, x, y, dy, dx));
+  Runtime::process_default().lpnormpool_backward(dims, p, x, y, dy, dx);
 }
 
 void set_num_threads(int num_threads) {

@@ -27,16 +27,11 @@ void zero_channels(const ConvGeometry& g, float* dx_image, int64_t ic0, int64_t 
 
 }  // namespace
 
-Status conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w, float* dx) {
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
-  ConvGeometry g;
-  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, &g));
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{dy, "dy"}, {w, "w"}, {dx, "dx"}}));
-
+void run_conv_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, float* dx) {
   // k runs with consecutive indices in w, per channel chunk: NCHW's (ic, tap) order makes the
   // chunk one run; NHWC's (tap, ic) order gives one run of the chunk's channels per tap.
   const int64_t images = g.batch * g.groups;
-  const int64_t wanted = tasks_wanted(thread_count());
+  const int64_t wanted = tasks_wanted(threads);
   const int64_t ic_chunks = images >= wanted ? 1 : std::min(g.ic_per_group, (wanted + images - 1) / images);
   const int64_t ic_chunk = (g.ic_per_group + ic_chunks - 1) / ic_chunks;
   const bool nchw = g.layout == CONVJIT_NCHW;
@@ -48,7 +43,7 @@ Status conv_backward_data(const convjit_conv_params* params, const float* dy, co
   ow_tile = std::clamp<int64_t>(ow_tile, kTileCols, (g.out[2] + kTileCols - 1) / kTileCols * kTileCols);
   const int64_t scratch_floats = floats_per_column * ow_tile;
 
-  parallel_for(images * ic_chunks, 2.0 * g.batch * g.x.batch * g.oc_per_group * g.taps, [&](int64_t task) {
+  parallel_for(threads, images * ic_chunks, 2.0 * g.batch * g.x.batch * g.oc_per_group * g.taps, [&](int64_t task) {
     const int64_t chunk = task % ic_chunks, group = task / ic_chunks % g.groups, n = task / ic_chunks / g.groups;
     const int64_t ic0 = chunk * ic_chunk, ic1 = std::min(g.ic_per_group, ic0 + ic_chunk);
     if (ic0 >= ic1) return;
@@ -95,7 +90,6 @@ Status conv_backward_data(const convjit_conv_params* params, const float* dy, co
       }
     }
   });
-  return Status::success();
 }
 
 }  // namespace convjit::detail

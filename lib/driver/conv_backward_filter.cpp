@@ -13,19 +13,14 @@
 
 namespace convjit::detail {
 
-Status conv_backward_filter(const convjit_conv_params* params, const float* x, const float* dy, float* dw) {
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
-  ConvGeometry g;
-  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, &g));
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {dy, "dy"}, {dw, "dw"}}));
+void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
 #if defined(__x86_64__)
   if (avx2::backward_filter_direct_supported(g)) {
-    avx2::backward_filter_direct(g, x, dy, dw);
-    return Status::success();
+    avx2::backward_filter_direct(g, threads, x, dy, dw);
+    return;
   }
 #endif
 
-  const int64_t threads = thread_count();
   const int64_t k_panels = (g.reduction + kTileCols - 1) / kTileCols;
   const int64_t oc_blocks = (g.oc_per_group + kTileRows - 1) / kTileRows;
   // Up to 4 panels per task; fewer when that leaves threads idle.
@@ -36,7 +31,7 @@ Status conv_backward_filter(const convjit_conv_params* params, const float* x, c
   const int64_t ow_tile = std::min<int64_t>(g.out[2], 512);
   const size_t scratch_floats = size_t(panels_per_task * kTileCols * ow_tile);
 
-  parallel_for(g.groups * k_chunks * oc_chunks, g.flops(), [&](int64_t task) {
+  parallel_for(threads, g.groups * k_chunks * oc_chunks, g.flops(), [&](int64_t task) {
     const int64_t oc_chunk_index = task % oc_chunks, k_chunk = task / oc_chunks % k_chunks;
     const int64_t group = task / oc_chunks / k_chunks;
     const int64_t oc0 = oc_chunk_index * oc_chunk, oc1 = std::min(g.oc_per_group, oc0 + oc_chunk);
@@ -81,7 +76,6 @@ Status conv_backward_filter(const convjit_conv_params* params, const float* x, c
       }
     }
   });
-  return Status::success();
 }
 
 }  // namespace convjit::detail

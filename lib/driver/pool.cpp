@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <string>
 
 #include "geometry.hpp"
 #include "ops_internal.hpp"
@@ -64,11 +62,11 @@ ChannelBlocks channel_blocks(const PoolGeometry& g) {
 
 // Runs body(n, c0, c1, output pixel index, o[3]) for every output pixel of every task.
 template <typename Body>
-void for_each_output(const PoolGeometry& g, Body&& body) {
+void for_each_output(const PoolGeometry& g, int threads, Body&& body) {
   const ChannelBlocks blocks = channel_blocks(g);
   const int64_t out_pixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t taps = g.window[0] * g.window[1] * g.window[2];
-  parallel_for(g.batch * blocks.count, double(g.batch) * g.channels * out_pixels * taps, [&](int64_t task) {
+  parallel_for(threads, g.batch * blocks.count, double(g.batch) * g.channels * out_pixels * taps, [&](int64_t task) {
     const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
     const int64_t c1 = std::min(g.channels, c0 + blocks.size);
     body.begin(n, c0, c1);
@@ -204,17 +202,17 @@ void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y
 }
 
 template <PoolOp Op>
-void forward(const PoolGeometry& g, float p, const float* x, float* y) {
+void forward(const PoolGeometry& g, int threads, float p, const float* x, float* y) {
   if (g.layout == Layout::NCHW) {
     const ChannelBlocks blocks = channel_blocks(g);
     const double taps = double(g.out[0] * g.out[1] * g.out[2]) * g.window[0] * g.window[1] * g.window[2];
-    parallel_for(g.batch * blocks.count, taps * double(g.batch * g.channels), [&](int64_t task) {
+    parallel_for(threads, g.batch * blocks.count, taps * double(g.batch * g.channels), [&](int64_t task) {
       const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
       for (int64_t c = c0; c < std::min(g.channels, c0 + blocks.size); ++c) forward_plane_nchw<Op>(g, p, x, y, n, c);
     });
     return;
   }
-  for_each_output(g, ForwardBody<Op>{g, p, x, y});
+  for_each_output(g, threads, ForwardBody<Op>{g, p, x, y});
 }
 
 struct BackwardBody {
@@ -266,39 +264,19 @@ struct BackwardBody {
   }
 };
 
-Status check_lp_norm(PoolOp op, float p) {
-  if (op != PoolOp::LpNorm || (p > 0.0f && std::isfinite(p))) return Status::success();
-  char value[32];
-  std::snprintf(value, sizeof value, "%g", double(p));
-  return Status::invalid(std::string("p = ") + value + ": Lp-norm pooling needs a finite p > 0");
-}
-
 }  // namespace
 
-Status pool_forward(PoolOp op, const convjit_pool_params* params, float p, const float* x, float* y) {
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
-  PoolGeometry g;
-  CONVJIT_RETURN_IF_ERROR(make_pool_geometry(*params, &g));
-  CONVJIT_RETURN_IF_ERROR(check_lp_norm(op, p));
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {y, "y"}}));
+void run_pool_forward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, float* y) {
   switch (op) {
-    case PoolOp::Max: forward<PoolOp::Max>(g, p, x, y); break;
-    case PoolOp::Mean: forward<PoolOp::Mean>(g, p, x, y); break;
-    case PoolOp::LpNorm: forward<PoolOp::LpNorm>(g, p, x, y); break;
+    case PoolOp::Max: forward<PoolOp::Max>(g, threads, p, x, y); break;
+    case PoolOp::Mean: forward<PoolOp::Mean>(g, threads, p, x, y); break;
+    case PoolOp::LpNorm: forward<PoolOp::LpNorm>(g, threads, p, x, y); break;
   }
-  return Status::success();
 }
 
-Status pool_backward(PoolOp op, const convjit_pool_params* params, float p, const float* x, const float* y,
-                     const float* dy, float* dx) {
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
-  PoolGeometry g;
-  CONVJIT_RETURN_IF_ERROR(make_pool_geometry(*params, &g));
-  CONVJIT_RETURN_IF_ERROR(check_lp_norm(op, p));
-  if (op != PoolOp::Mean) CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {y, "y"}}));
-  CONVJIT_RETURN_IF_ERROR(require_pointers({{dy, "dy"}, {dx, "dx"}}));
-  for_each_output(g, BackwardBody{g, op, p, x, y, dy, dx});
-  return Status::success();
+void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, const float* y,
+                       const float* dy, float* dx) {
+  for_each_output(g, threads, BackwardBody{g, op, p, x, y, dy, dx});
 }
 
 }  // namespace convjit::detail

@@ -9,6 +9,6 @@
 namespace convjit::detail::avx2 {
 
 bool backward_filter_direct_supported(const ConvGeometry& g);
-void backward_filter_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw);
+void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw);
 
 }  // namespace convjit::detail::avx2

@@ -185,11 +185,10 @@ bool backward_filter_direct_supported(const ConvGeometry& g) {
          edge_vectors(g, Avx2Floats::kLanes) <= kMaxEdgeVectors && jit::host_has(jit::Isa::Avx2Fma);
 }
 
-void backward_filter_direct(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
   // Tasks: (group, block of output channels, input channel). Blocks of 4 share the most loads; with
   // few channels (the seed network: 3 x 3 tasks at most) smaller blocks keep every thread busy.
   // Any blocking gives the same bits.
-  const int threads = thread_count();
   int64_t block_size = 4;
   while (block_size > 1 &&
          g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < tasks_wanted(threads)) {

@@ -1,5 +1,7 @@
 #include "geometry.hpp"
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace convjit::detail {
@@ -172,6 +174,46 @@ Status validate_conv_forward(const convjit_conv_params* params, const float* x, 
                            ": must be CONVJIT_ACT_IDENTITY (0) or CONVJIT_ACT_RELU (1)");
   }
   return Status::success();
+}
+
+Status validate_conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w, const float* dx,
+                                   ConvGeometry* g) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, g));
+  return require_pointers({{dy, "dy"}, {w, "w"}, {dx, "dx"}});
+}
+
+Status validate_conv_backward_filter(const convjit_conv_params* params, const float* x, const float* dy,
+                                     const float* dw, ConvGeometry* g) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  CONVJIT_RETURN_IF_ERROR(make_conv_geometry(*params, g));
+  return require_pointers({{x, "x"}, {dy, "dy"}, {dw, "dw"}});
+}
+
+namespace {
+
+Status validate_pool(PoolOp op, const convjit_pool_params* params, float p, PoolGeometry* g) {
+  CONVJIT_RETURN_IF_ERROR(require_pointers({{params, "params"}}));
+  CONVJIT_RETURN_IF_ERROR(make_pool_geometry(*params, g));
+  if (op != PoolOp::LpNorm || (p > 0.0f && std::isfinite(p))) return Status::success();
+  char value[32];
+  std::snprintf(value, sizeof value, "%g", double(p));
+  return Status::invalid(std::string("p = ") + value + ": Lp-norm pooling needs a finite p > 0");
+}
+
+}  // namespace
+
+Status validate_pool_forward(PoolOp op, const convjit_pool_params* params, float p, const float* x, const float* y,
+                             PoolGeometry* g) {
+  CONVJIT_RETURN_IF_ERROR(validate_pool(op, params, p, g));
+  return require_pointers({{x, "x"}, {y, "y"}});
+}
+
+Status validate_pool_backward(PoolOp op, const convjit_pool_params* params, float p, const float* x, const float* y,
+                              const float* dy, const float* dx, PoolGeometry* g) {
+  CONVJIT_RETURN_IF_ERROR(validate_pool(op, params, p, g));
+  if (op != PoolOp::Mean) CONVJIT_RETURN_IF_ERROR(require_pointers({{x, "x"}, {y, "y"}}));
+  return require_pointers({{dy, "dy"}, {dx, "dx"}});
 }
 
 }  // namespace convjit::detail

@@ -38,8 +38,20 @@ struct PoolGeometry {
 Status make_conv_geometry(const convjit_conv_params& params, ConvGeometry* geometry);
 Status make_pool_geometry(const convjit_pool_params& params, PoolGeometry* geometry);
 
-// Validates everything a forward call reads; on success *g describes the problem.
+// Each validates everything its op reads and writes, before any output is touched; on success
+// *g describes the problem.
 Status validate_conv_forward(const convjit_conv_params* params, const float* x, const float* w, int32_t activation,
                              const float* y, ConvGeometry* g);
+Status validate_conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w, const float* dx,
+                                   ConvGeometry* g);
+Status validate_conv_backward_filter(const convjit_conv_params* params, const float* x, const float* dy,
+                                     const float* dw, ConvGeometry* g);
+
+enum class PoolOp { Max, Mean, LpNorm };
+// Forward reads x and writes y; backward reads dy (Max and LpNorm also x and y) and writes dx.
+Status validate_pool_forward(PoolOp op, const convjit_pool_params* params, float p, const float* x, const float* y,
+                             PoolGeometry* g);
+Status validate_pool_backward(PoolOp op, const convjit_pool_params* params, float p, const float* x, const float* y,
+                              const float* dy, const float* dx, PoolGeometry* g);
 
 }  // namespace convjit::detail

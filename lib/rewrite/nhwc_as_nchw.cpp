@@ -79,6 +79,14 @@ bool nhwc_runs_as_nchw(const ConvGeometry& g) {
 #endif
 }
 
+ConvGeometry nchw_twin(const convjit_conv_params& params) {
+  convjit_conv_params nchw = params;
+  nchw.layout = CONVJIT_NCHW;
+  ConvGeometry g;
+  make_conv_geometry(nchw, &g);  // valid: only the layout differs from a valid problem
+  return g;
+}
+
 NchwCopies copy_to_nchw(const ConvGeometry& g, const convjit_conv_params& params, const float* x, const float* w,
                         int threads) {
   const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();

@@ -2,9 +2,9 @@
 // copies. The direct kernels of both tiers vectorize along output rows, which NHWC's interleaved
 // channels deny them: with 1-8 channels per pixel, NHWC kernels that vector over channels compute
 // mostly zeros (bench/RESULTS.md, "Why the tier rules ..."). One pass over x and one over y
-// cost less. The NCHW problem goes through the runtime like any other, so its configuration is
-// the one counted, compiled and reported, and its numbers (the chain order of NCHW, (ic, kd, kh,
-// kw)) are the same on every tier.
+// cost less. The runtime counts and reports the NHWC configuration as called, and compiles (and
+// names) the NCHW twin's kernel for it; the numbers (the chain order of NCHW, (ic, kd, kh, kw))
+// are the same on every tier.
 #pragma once
 
 #include "convjit/convjit.h"
@@ -13,6 +13,8 @@
 namespace convjit::detail {
 
 bool nhwc_runs_as_nchw(const ConvGeometry& g);
+// The NCHW twin of a valid NHWC problem: what runs when nhwc_runs_as_nchw.
+ConvGeometry nchw_twin(const convjit_conv_params& params);
 
 // Copies of an NHWC problem's operands in NCHW (x, OIHW weights) and room for its NCHW output.
 struct NchwCopies {

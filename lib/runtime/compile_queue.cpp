@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "describe.hpp"
 #include "perf_map.hpp"
 #include "runtime_impl.hpp"
 
@@ -108,8 +107,7 @@ void Runtime::Impl::compile(const CompileRequest& request) {
         slot.state.store(int(SlotState::Failed), std::memory_order_release);
       }
       if (policy.verbose) {
-        const std::string what =
-            detail::describe_conv(slot.details->params, slot.details->activation, slot.details->has_bias);
+        const std::string what = detail::describe_configuration(slot.details->configuration);
         if (kernel) {
           std::fprintf(stderr, "convjit: %s %s (%s, %zu bytes, %.1f us) for %s\n", compiled_now ? "compiled" : "reused",
                        kernel->name.c_str(), backend_->name(), kernel->code_bytes, compile_us, what.c_str());

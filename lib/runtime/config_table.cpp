@@ -1,6 +1,10 @@
 #include "config_table.hpp"
 
 #include <array>
+#include <cstring>
+#include <initializer_list>
+
+#include "describe.hpp"
 
 namespace convjit::detail {
 namespace {
@@ -8,7 +12,7 @@ namespace {
 // Per field of a configuration, an odd multiplier (splitmix64's sequence): configuration_id sums
 // the fields' products, independent multiplies instead of one chain of 27 dependent steps (which
 // was about half of a call's ~50 ns dispatch).
-constexpr int kIdFields = 9 + 6 * 3;
+constexpr int kIdFields = 10 + 6 * 3;
 constexpr std::array<uint64_t, kIdFields> kFieldMultipliers = [] {
   std::array<uint64_t, kIdFields> m{};
   uint64_t state = 0x243f6a8885a308d3ull;
@@ -21,6 +25,17 @@ constexpr std::array<uint64_t, kIdFields> kFieldMultipliers = [] {
   return m;
 }();
 
+uint64_t weighted_sum(std::initializer_list<int64_t> scalars, int32_t rank,
+                      std::initializer_list<const int64_t*> extents) {
+  uint64_t h = 0;
+  int i = 0;
+  for (int64_t v : scalars) h += uint64_t(v) * kFieldMultipliers[size_t(i++)];
+  for (int d = 0; d < rank && d < 3; ++d) {
+    for (const int64_t* extent : extents) h += uint64_t(extent[d]) * kFieldMultipliers[size_t(i++)];
+  }
+  return h;
+}
+
 int64_t round_up_power_of_two(int64_t n) {
   int64_t p = 16;
   while (p < n) p <<= 1;
@@ -29,17 +44,44 @@ int64_t round_up_power_of_two(int64_t n) {
 
 }  // namespace
 
-uint64_t configuration_id(const convjit_conv_params& p, int32_t activation, bool has_bias) {
-  uint64_t h = 0;
-  int i = 0;
-  for (int64_t v : {int64_t(p.rank), int64_t(p.layout), int64_t(p.mode), p.batch, p.in_channels, p.out_channels,
-                    p.groups, int64_t(activation), int64_t(has_bias)}) {
-    h += uint64_t(v) * kFieldMultipliers[size_t(i++)];
-  }
-  for (int d = 0; d < p.rank && d < 3; ++d) {
-    for (int64_t v : {p.in_size[d], p.kernel[d], p.stride[d], p.dilation[d], p.pad_begin[d], p.pad_end[d]}) {
-      h += uint64_t(v) * kFieldMultipliers[size_t(i++)];
-    }
+Configuration conv_configuration(int32_t op, const convjit_conv_params& params, int32_t activation, bool has_bias) {
+  Configuration c;
+  c.op = op;
+  c.conv = params;
+  c.activation = activation;
+  c.has_bias = has_bias;
+  return c;
+}
+
+Configuration pool_configuration(int32_t op, const convjit_pool_params& params, float p) {
+  Configuration c;
+  c.op = op;
+  c.pool = params;
+  c.p = p;
+  return c;
+}
+
+std::string describe_configuration(const Configuration& c) {
+  return std::string(op_name(c.op)) + " " +
+         (c.is_pool() ? describe_pool(c.pool, c.p,
+                                      c.op == CONVJIT_OP_LPNORMPOOL_FORWARD || c.op == CONVJIT_OP_LPNORMPOOL_BACKWARD)
+                      : describe_conv(c.conv, c.activation, c.has_bias));
+}
+
+uint64_t configuration_id(const Configuration& c) {
+  uint64_t h;
+  if (c.is_pool()) {
+    const convjit_pool_params& p = c.pool;
+    uint32_t p_bits;
+    std::memcpy(&p_bits, &c.p, sizeof p_bits);
+    h = weighted_sum({int64_t(c.op), int64_t(p.rank), int64_t(p.layout), int64_t(p.exclude_padding), p.batch,
+                      p.channels, int64_t(p_bits)},
+                     p.rank, {p.in_size, p.window, p.stride, p.dilation, p.pad_begin, p.pad_end});
+  } else {
+    const convjit_conv_params& p = c.conv;
+    h = weighted_sum({int64_t(c.op), int64_t(p.rank), int64_t(p.layout), int64_t(p.mode), p.batch, p.in_channels,
+                      p.out_channels, p.groups, int64_t(c.activation), int64_t(c.has_bias)},
+                     p.rank, {p.in_size, p.kernel, p.stride, p.dilation, p.pad_begin, p.pad_end});
   }
   // Mix the high bits into the low ones (the table's index).
   h ^= h >> 32;
@@ -59,8 +101,7 @@ ConfigSlot* ConfigTable::find(uint64_t id) {
   return nullptr;
 }
 
-ConfigSlot& ConfigTable::find_or_insert(uint64_t id, const convjit_conv_params& params, int32_t activation,
-                                        bool has_bias, bool* inserted) {
+ConfigSlot& ConfigTable::find_or_insert(uint64_t id, const Configuration& configuration, bool* inserted) {
   *inserted = false;
   if (ConfigSlot* slot = find(id)) return *slot;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -97,7 +138,7 @@ ConfigSlot& ConfigTable::find_or_insert(uint64_t id, const convjit_conv_params& 
   victim->kernel.store(nullptr, std::memory_order_relaxed);
   victim->state.store(int(SlotState::Cold), std::memory_order_relaxed);
   if (!victim->details) victim->details = std::make_unique<ConfigSlot::Details>();
-  *victim->details = {params, activation, has_bias, {}, 0};
+  *victim->details = {configuration, {}, 0};
   victim->id.store(id, std::memory_order_release);
   *inserted = true;
   return *victim;

@@ -20,6 +20,24 @@ namespace convjit::detail {
 
 enum class SlotState : int { Cold = 0, Queued = 1, Compiled = 2, Failed = 3, Declined = 4 };
 
+// What a slot counts: an op and its problem as the caller gave it (conv for the conv ops, pool
+// and p for pooling; the other struct stays zero).
+struct Configuration {
+  int32_t op = CONVJIT_OP_CONV_FORWARD;  // convjit_op
+  convjit_conv_params conv{};
+  convjit_pool_params pool{};
+  float p = 0;
+  int32_t activation = CONVJIT_ACT_IDENTITY;
+  bool has_bias = false;
+
+  bool is_pool() const { return op >= CONVJIT_OP_MAXPOOL_FORWARD; }
+};
+Configuration conv_configuration(int32_t op, const convjit_conv_params& params, int32_t activation = 0,
+                                 bool has_bias = false);
+Configuration pool_configuration(int32_t op, const convjit_pool_params& params, float p);
+// "conv_fwd 3x3 s1 p1 64->64 56x56 n1 nchw relu": the op's name and its problem's description.
+std::string describe_configuration(const Configuration& configuration);
+
 struct ConfigSlot {
   std::atomic<uint64_t> id{0};  // configuration hash, never 0; 0 = empty
   std::atomic<int64_t> calls{0}, calls_jit{0};
@@ -36,9 +54,7 @@ struct ConfigSlot {
   // What stats and verbose lines read: written and read under the table's mutex only, and
   // allocated when the slot is first used, so an empty table costs little memory to create.
   struct Details {
-    convjit_conv_params params{};
-    int32_t activation = 0;
-    bool has_bias = false;
+    Configuration configuration;
     std::string failure;
     double compile_us = 0;
   };
@@ -51,8 +67,7 @@ class ConfigTable {
 
   // The configuration's slot, inserting it (and recycling a cold one) if needed. *inserted tells
   // whether this call created it.
-  ConfigSlot& find_or_insert(uint64_t id, const convjit_conv_params& params, int32_t activation, bool has_bias,
-                             bool* inserted);
+  ConfigSlot& find_or_insert(uint64_t id, const Configuration& configuration, bool* inserted);
 
   // Runs fn(slot) for every occupied slot, under the mutex (fn may read the non-atomic fields).
   template <typename Fn>
@@ -76,6 +91,6 @@ class ConfigTable {
 };
 
 // Hash of everything that makes a configuration (entries beyond rank ignored); never 0.
-uint64_t configuration_id(const convjit_conv_params& params, int32_t activation, bool has_bias);
+uint64_t configuration_id(const Configuration& configuration);
 
 }  // namespace convjit::detail

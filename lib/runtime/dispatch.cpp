@@ -1,10 +1,12 @@
-// The per-call path of the tiered runtime: validate, find the configuration's detector slot (no
-// lock), count the call, and run the slot's specialized kernel if one has arrived for this
-// specialization key, else the generic tier; the call that makes a configuration hot requests
-// its compile (once: the slot's state moves Cold -> Queued by compare-and-swap) or declines it.
+// The per-call path of the tiered runtime, for every op: validate, find the configuration's
+// detector slot (no lock), count the call, and run the slot's specialized kernel if one has
+// arrived for this specialization key, else the generic tier; the call that makes a
+// configuration hot requests its compile (once: the slot's state moves Cold -> Queued by
+// compare-and-swap) or declines it, saying why. Ops that no backend compiles yet (backward
+// filter, backward data that is not a forward, pooling) are counted, timed and declined the same
+// way, and run on tier 0.
 #include <chrono>
 #include <cstdio>
-#include <optional>
 
 #include "backward_as_forward.hpp"
 #include "conv_forward.hpp"
@@ -20,94 +22,179 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using detail::ConfigSlot;
+using detail::Configuration;
 using detail::SlotState;
 
 // One call in kSampleEvery of each tier is timed (steady_clock costs ~20 ns); the mean of the
 // samples stands for all.
 constexpr int64_t kSampleEvery = 16;
 
+// Runs run() for the calls-th call of slot, `compiled` telling the tier; each tier's first call
+// and every kSampleEvery-th after it are timed.
+template <typename Run>
+void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, Run&& run) {
+  const int64_t tier_call = compiled ? slot.calls_jit.fetch_add(1, std::memory_order_relaxed) + 1
+                                     : calls - slot.calls_jit.load(std::memory_order_relaxed);
+  const bool sampled = tier_call % kSampleEvery == 1;
+  const Clock::time_point start = sampled ? Clock::now() : Clock::time_point{};
+  run();
+  if (sampled) {
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    (compiled ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);
+    (compiled ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+int32_t pool_op_code(detail::PoolOp op, bool backward) {
+  switch (op) {
+    case detail::PoolOp::Max: return backward ? CONVJIT_OP_MAXPOOL_BACKWARD : CONVJIT_OP_MAXPOOL_FORWARD;
+    case detail::PoolOp::Mean: return backward ? CONVJIT_OP_MEANPOOL_BACKWARD : CONVJIT_OP_MEANPOOL_FORWARD;
+    case detail::PoolOp::LpNorm: return backward ? CONVJIT_OP_LPNORMPOOL_BACKWARD : CONVJIT_OP_LPNORMPOOL_FORWARD;
+  }
+  return CONVJIT_OP_MAXPOOL_FORWARD;
+}
+
 }  // namespace
+
+int Runtime::Impl::threads() const {
+  return policy.num_threads > 0 ? policy.num_threads : detail::thread_count();
+}
+
+ConfigSlot& Runtime::Impl::count_call(const Configuration& c, uint64_t* id, int64_t* calls) {
+  *id = detail::configuration_id(c);
+  bool inserted = false;  // a first call is told by the call count: the warm start inserts slots too
+  ConfigSlot& slot = table_.find_or_insert(*id, c, &inserted);
+  *calls = slot.calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  // The first call, also of a slot the warm start made before any call.
+  if (*calls == 1) slot.first_call_ns.store(now_ns(), std::memory_order_relaxed);
+  if (*calls == 1 && policy.verbose) {
+    std::fprintf(stderr, "convjit: first call of %s: generic\n", detail::describe_configuration(c).c_str());
+  }
+  return slot;
+}
 
 detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, const float* x, const float* w,
                                            const float* bias, int32_t activation, float* y) {
   detail::ConvGeometry g;
   CONVJIT_RETURN_IF_ERROR(detail::validate_conv_forward(params, x, w, activation, y, &g));
-  const bool relu = activation == CONVJIT_ACT_RELU;
-  const int threads = policy.num_threads > 0 ? policy.num_threads : detail::thread_count();
-  if (detail::nhwc_runs_as_nchw(g)) {
-    const detail::NchwCopies nchw = detail::copy_to_nchw(g, *params, x, w, threads);
-    CONVJIT_RETURN_IF_ERROR(conv_forward(&nchw.params, nchw.x, nchw.w, bias, activation, nchw.y));
+  run_forward(detail::conv_configuration(CONVJIT_OP_CONV_FORWARD, *params, activation, bias != nullptr), g, *params, x,
+              w, bias, activation == CONVJIT_ACT_RELU, y);
+  return detail::Status::success();
+}
+
+void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeometry& g,
+                                const convjit_conv_params& params, const float* x, const float* w, const float* bias,
+                                bool relu, float* y) {
+  uint64_t id;
+  int64_t calls;
+  ConfigSlot& slot = count_call(c, &id, &calls);
+  const int threads = this->threads();
+  const bool as_nchw = detail::nhwc_runs_as_nchw(g);
+  const detail::ConvGeometry runs = as_nchw ? detail::nchw_twin(params) : g;
+  std::optional<detail::GracePeriods::Reader> reading;
+  const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, runs, params.rank, relu, &reading);
+  run_sampled(slot, calls, compiled != nullptr, [&] {
+    const detail::ForwardKernels kernels = detail::select_tier(runs, compiled, isa_cap_);
+    if (!as_nchw) {
+      detail::run_conv_forward(runs, kernels, threads, x, w, bias, relu, y);
+      return;
+    }
+    const detail::NchwCopies nchw = detail::copy_to_nchw(g, params, x, w, threads);
+    detail::run_conv_forward(runs, kernels, threads, nchw.x, nchw.w, bias, relu, nchw.y);
     detail::copy_output_to_nhwc(g, nchw, y, threads);
-    return detail::Status::success();
-  }
+  });
+}
 
-  const uint64_t id = detail::configuration_id(*params, activation, bias != nullptr);
-  bool inserted = false;  // a first call is told by the call count: the warm start inserts slots too
-  ConfigSlot& slot = table_.find_or_insert(id, *params, activation, bias != nullptr, &inserted);
-  const int64_t calls = slot.calls.fetch_add(1, std::memory_order_relaxed) + 1;
-  // The first call, also of a slot the warm start made before any call.
-  if (calls == 1) slot.first_call_ns.store(now_ns(), std::memory_order_relaxed);
-  if (calls == 1 && policy.verbose) {
-    std::fprintf(stderr, "convjit: first call of conv_fwd %s: generic\n",
-                 detail::describe_conv(*params, activation, bias != nullptr).c_str());
+const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint64_t id, int64_t calls,
+                                                          const detail::ConvGeometry& g, int32_t rank, bool relu,
+                                                          std::optional<detail::GracePeriods::Reader>* reading) {
+  if (!backend_) return nullptr;
+  // The key only where a kernel is asked for or checked: calls that stay generic skip it.
+  auto key_of_call = [&] { return spec_key(g, rank, relu); };
+  const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
+  if (!kernel && calls - slot.calls_at_cold.load(std::memory_order_relaxed) >= policy.hot_threshold &&
+      slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
+    const jit::SpecKey key = key_of_call();
+    if (std::string reason = policy.decline_slower ? detail::jit_declined_because(g, *backend_, key) : std::string();
+        !reason.empty()) {
+      decline(slot, id, reason);
+    } else {
+      request_compile(slot, id, key);
+      kernel = slot.kernel.load(std::memory_order_acquire);  // arrived already if compiled inline
+    }
   }
-
-  const convjit_conv_kernel* specialized = nullptr;
+  if (!kernel && warm_pending_.load(std::memory_order_relaxed) > 0 &&
+      slot.state.load(std::memory_order_acquire) == int(SlotState::Queued)) {
+    wait_for_slot(slot);  // its warm-start compile is on the way: tens of microseconds
+    kernel = slot.kernel.load(std::memory_order_acquire);
+  }
+  if (!kernel) return nullptr;
   // From before the kernel is read until it has returned (an eviction waits for it); never held
   // while waiting for a compile, so an eviction never waits for a call that waits for it.
-  std::optional<detail::GracePeriods::Reader> reading;
-  if (backend_) {
-    // The key only where a kernel is asked for or checked: calls that stay generic skip it.
-    auto key_of_call = [&] { return spec_key(g, params->rank, relu); };
-    const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
-    if (!kernel && calls - slot.calls_at_cold.load(std::memory_order_relaxed) >= policy.hot_threshold &&
-        slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
-      const jit::SpecKey key = key_of_call();
-      if (std::string reason = policy.decline_slower ? detail::jit_declined_because(g, *backend_, key) : std::string();
-          !reason.empty()) {
-        decline(slot, id, reason);
-      } else {
-        request_compile(slot, id, key);
-        kernel = slot.kernel.load(std::memory_order_acquire);  // arrived already if compiled inline
-      }
-    }
-    if (!kernel && warm_pending_.load(std::memory_order_relaxed) > 0 &&
-        slot.state.load(std::memory_order_acquire) == int(SlotState::Queued)) {
-      wait_for_slot(slot);  // its warm-start compile is on the way: tens of microseconds
-      kernel = slot.kernel.load(std::memory_order_acquire);
-    }
-    if (kernel) {
-      reading.emplace(grace_);
-      kernel = slot.kernel.load(std::memory_order_seq_cst);                       // not evicted meanwhile
-      if (kernel && kernel->key == key_of_call()) specialized = &kernel->kernel;  // else a recycled slot's
-    }
-  }
+  reading->emplace(grace_);
+  kernel = slot.kernel.load(std::memory_order_seq_cst);                       // not evicted meanwhile
+  return kernel && kernel->key == key_of_call() ? &kernel->kernel : nullptr;  // else a recycled slot's
+}
 
-  // Each tier's first call and every kSampleEvery-th after it are timed.
-  const int64_t tier_call = specialized ? slot.calls_jit.fetch_add(1, std::memory_order_relaxed) + 1
-                                        : calls - slot.calls_jit.load(std::memory_order_relaxed);
-  const bool sampled = tier_call % kSampleEvery == 1;
-  const Clock::time_point start = sampled ? Clock::now() : Clock::time_point{};
-  detail::run_conv_forward(g, detail::select_tier(g, specialized, isa_cap_), threads, x, w, bias, relu, y);
-  if (sampled) {
-    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    (specialized ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);
-    (specialized ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
+template <typename Run>
+void Runtime::Impl::run_on_tier0(const Configuration& c, Run&& run) {
+  uint64_t id;
+  int64_t calls;
+  ConfigSlot& slot = count_call(c, &id, &calls);
+  if (backend_ && calls >= policy.hot_threshold && slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
+    decline(slot, id,
+            std::string("the ") + backend_->name() + " backend compiles no " + detail::op_name(c.op) +
+                " kernels for it (yet): tier 0 runs it");
   }
-  return detail::Status::success();
+  const int threads = this->threads();
+  run_sampled(slot, calls, false, [&] { run(threads); });
 }
 
 detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w,
                                                  float* dx) {
-  CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{params, "params"}}));
   detail::ConvGeometry g;
-  CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(*params, &g));
-  CONVJIT_RETURN_IF_ERROR(detail::require_pointers({{dy, "dy"}, {w, "w"}, {dx, "dx"}}));
+  CONVJIT_RETURN_IF_ERROR(detail::validate_conv_backward_data(params, dy, w, dx, &g));
+  const Configuration c = detail::conv_configuration(CONVJIT_OP_CONV_BACKWARD_DATA, *params);
   convjit_conv_params forward;
-  if (!detail::backward_data_as_forward(g, *params, &forward)) return detail::conv_backward_data(params, dy, w, dx);
+  if (!detail::backward_data_as_forward(g, *params, &forward)) {
+    run_on_tier0(c, [&](int threads) { detail::run_conv_backward_data(g, threads, dy, w, dx); });
+    return detail::Status::success();
+  }
+  detail::ConvGeometry forward_geometry;
+  CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(forward, &forward_geometry));
   float* w_t = detail::thread_operands(size_t(g.out_channels * g.reduction));
   detail::transpose_weights(g, w, w_t);
-  return conv_forward(&forward, dy, w_t, nullptr, CONVJIT_ACT_IDENTITY, dx);
+  run_forward(c, forward_geometry, forward, dy, w_t, nullptr, false, dx);
+  return detail::Status::success();
+}
+
+detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* params, const float* x, const float* dy,
+                                                   float* dw) {
+  detail::ConvGeometry g;
+  CONVJIT_RETURN_IF_ERROR(detail::validate_conv_backward_filter(params, x, dy, dw, &g));
+  run_on_tier0(detail::conv_configuration(CONVJIT_OP_CONV_BACKWARD_FILTER, *params),
+               [&](int threads) { detail::run_conv_backward_filter(g, threads, x, dy, dw); });
+  return detail::Status::success();
+}
+
+detail::Status Runtime::Impl::pool_forward(detail::PoolOp op, const convjit_pool_params* params, float p,
+                                           const float* x, float* y) {
+  detail::PoolGeometry g;
+  CONVJIT_RETURN_IF_ERROR(detail::validate_pool_forward(op, params, p, x, y, &g));
+  const float lp = op == detail::PoolOp::LpNorm ? p : 0.0f;
+  run_on_tier0(detail::pool_configuration(pool_op_code(op, false), *params, lp),
+               [&](int threads) { detail::run_pool_forward(op, g, threads, lp, x, y); });
+  return detail::Status::success();
+}
+
+detail::Status Runtime::Impl::pool_backward(detail::PoolOp op, const convjit_pool_params* params, float p,
+                                            const float* x, const float* y, const float* dy, float* dx) {
+  detail::PoolGeometry g;
+  CONVJIT_RETURN_IF_ERROR(detail::validate_pool_backward(op, params, p, x, y, dy, dx, &g));
+  const float lp = op == detail::PoolOp::LpNorm ? p : 0.0f;
+  run_on_tier0(detail::pool_configuration(pool_op_code(op, true), *params, lp),
+               [&](int threads) { detail::run_pool_backward(op, g, threads, lp, x, y, dy, dx); });
+  return detail::Status::success();
 }
 
 void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& reason) {
@@ -122,9 +209,8 @@ void Runtime::Impl::decline(ConfigSlot& slot, uint64_t id, const std::string& re
   }
   slot.details->failure = reason;
   if (policy.verbose) {
-    const ConfigSlot::Details& d = *slot.details;
     std::fprintf(stderr, "convjit: stays generic: %s: %s\n",
-                 detail::describe_conv(d.params, d.activation, d.has_bias).c_str(), reason.c_str());
+                 detail::describe_configuration(slot.details->configuration).c_str(), reason.c_str());
   }
 }
 

@@ -39,26 +39,26 @@ jit::SpecKey Runtime::Impl::spec_key(const detail::ConvGeometry& g, int32_t rank
 }
 
 void Runtime::Impl::start_warm() {
-  for (const detail::HotConfiguration& c : detail::load_hot_configurations(policy.cache_dir)) {
+  for (const detail::Configuration& c : detail::load_hot_configurations(policy.cache_dir)) {
     detail::ConvGeometry g;
-    if (!detail::make_conv_geometry(c.params, &g).ok()) continue;
-    const jit::SpecKey key = spec_key(g, c.params.rank, c.activation == CONVJIT_ACT_RELU);
+    if (!detail::compiled_forward_problem(c, &g)) continue;
+    const jit::SpecKey key = spec_key(g, c.conv.rank, c.activation == CONVJIT_ACT_RELU);
     // A saved configuration this version would decline (the file may come from another) is left to
     // the detector, which declines it when it gets hot.
     if (policy.decline_slower && !detail::jit_declined_because(g, *backend_, key).empty()) continue;
-    const uint64_t id = detail::configuration_id(c.params, c.activation, c.has_bias);
+    const uint64_t id = detail::configuration_id(c);
     bool inserted = false;
-    ConfigSlot& slot = table_.find_or_insert(id, c.params, c.activation, c.has_bias, &inserted);
+    ConfigSlot& slot = table_.find_or_insert(id, c, &inserted);
     warm_pending_.fetch_add(1);
     request_compile(slot, id, key, /*warm=*/true);
   }
 }
 
 void Runtime::Impl::save_hot_configurations() {
-  std::vector<detail::HotConfiguration> hot;
+  std::vector<detail::Configuration> hot;
   table_.for_each([&](ConfigSlot& slot) {
     if (slot.state.load(std::memory_order_relaxed) == int(SlotState::Compiled)) {
-      hot.push_back({slot.details->params, slot.details->activation, slot.details->has_bias});
+      hot.push_back(slot.details->configuration);
     }
   });
   if (!detail::save_hot_configurations(policy.cache_dir, hot)) {
@@ -125,17 +125,59 @@ void Runtime::write_stats(const std::string& path) {
   if (std::fclose(file) != 0 || !written) throw Error(CONVJIT_EINTERNAL, "writing stats to " + path + " failed");
 }
 
+namespace {
+
+void throw_if_error(const detail::Status& status) {
+  if (!status.ok()) throw Error(status.code, status.message);
+}
+
+}  // namespace
+
 void Runtime::conv_forward(const ConvDims& dims, const float* x, const float* w, const float* bias,
                            Activation activation, float* y) {
   const convjit_conv_params params = dims.to_c();
-  const detail::Status status = impl_->conv_forward(&params, x, w, bias, int32_t(activation), y);
-  if (!status.ok()) throw Error(status.code, status.message);
+  throw_if_error(impl_->conv_forward(&params, x, w, bias, int32_t(activation), y));
 }
 
 void Runtime::conv_backward_data(const ConvDims& dims, const float* dy, const float* w, float* dx) {
   const convjit_conv_params params = dims.to_c();
-  const detail::Status status = impl_->conv_backward_data(&params, dy, w, dx);
-  if (!status.ok()) throw Error(status.code, status.message);
+  throw_if_error(impl_->conv_backward_data(&params, dy, w, dx));
+}
+
+void Runtime::conv_backward_filter(const ConvDims& dims, const float* x, const float* dy, float* dw) {
+  const convjit_conv_params params = dims.to_c();
+  throw_if_error(impl_->conv_backward_filter(&params, x, dy, dw));
+}
+
+void Runtime::maxpool_forward(const PoolDims& dims, const float* x, float* y) {
+  const convjit_pool_params params = dims.to_c();
+  throw_if_error(impl_->pool_forward(detail::PoolOp::Max, &params, 0.0f, x, y));
+}
+
+void Runtime::meanpool_forward(const PoolDims& dims, const float* x, float* y) {
+  const convjit_pool_params params = dims.to_c();
+  throw_if_error(impl_->pool_forward(detail::PoolOp::Mean, &params, 0.0f, x, y));
+}
+
+void Runtime::lpnormpool_forward(const PoolDims& dims, float p, const float* x, float* y) {
+  const convjit_pool_params params = dims.to_c();
+  throw_if_error(impl_->pool_forward(detail::PoolOp::LpNorm, &params, p, x, y));
+}
+
+void Runtime::maxpool_backward(const PoolDims& dims, const float* x, const float* y, const float* dy, float* dx) {
+  const convjit_pool_params params = dims.to_c();
+  throw_if_error(impl_->pool_backward(detail::PoolOp::Max, &params, 0.0f, x, y, dy, dx));
+}
+
+void Runtime::meanpool_backward(const PoolDims& dims, const float* dy, float* dx) {
+  const convjit_pool_params params = dims.to_c();
+  throw_if_error(impl_->pool_backward(detail::PoolOp::Mean, &params, 0.0f, nullptr, nullptr, dy, dx));
+}
+
+void Runtime::lpnormpool_backward(const PoolDims& dims, float p, const float* x, const float* y, const float* dy,
+                                  float* dx) {
+  const convjit_pool_params params = dims.to_c();
+  throw_if_error(impl_->pool_backward(detail::PoolOp::LpNorm, &params, p, x, y, dy, dx));
 }
 
 const Policy& Runtime::policy() const {

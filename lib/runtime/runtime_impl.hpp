@@ -8,14 +8,15 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
-#include "convjit/runtime.hpp"
 #include "backend.hpp"
 #include "config_table.hpp"
+#include "convjit/runtime.hpp"
 #include "forward_kernels.hpp"
-#include "grace_periods.hpp"
 #include "geometry.hpp"
+#include "grace_periods.hpp"
 #include "kernel_cache.hpp"
 
 namespace convjit {
@@ -25,10 +26,17 @@ struct Runtime::Impl {
   Impl(const Policy& policy, std::unique_ptr<jit::Backend> backend, std::string unavailable_reason);
   ~Impl();
 
+  // Every op: validated before any output is touched, counted as its configuration, run on the
+  // tier dispatch.cpp picks with this runtime's threads.
   detail::Status conv_forward(const convjit_conv_params* params, const float* x, const float* w, const float* bias,
                               int32_t activation, float* y);
   // As a forward convolution where it can be (lib/rewrite/backward_as_forward.hpp), else generic.
   detail::Status conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w, float* dx);
+  detail::Status conv_backward_filter(const convjit_conv_params* params, const float* x, const float* dy, float* dw);
+  detail::Status pool_forward(detail::PoolOp op, const convjit_pool_params* params, float p, const float* x, float* y);
+  // x and y are read by Max and LpNorm only.
+  detail::Status pool_backward(detail::PoolOp op, const convjit_pool_params* params, float p, const float* x,
+                               const float* y, const float* dy, float* dx);
   RuntimeStats stats();
   void wait_for_compiles();
 
@@ -49,6 +57,23 @@ struct Runtime::Impl {
     bool warm;  // requested by the warm start, not by a call
   };
 
+  int threads() const;  // the policy's, else the process setting
+  // The slot of configuration c (inserted on first sight) with this call counted: *id is its
+  // configuration id, *calls the call's number.
+  detail::ConfigSlot& count_call(const detail::Configuration& c, uint64_t* id, int64_t* calls);
+  // Runs a forward convolution g (the problem as given: `params`) for configuration c: the
+  // compiled kernel of what runs (g, or its NCHW twin) once one has arrived, else tier 0.
+  void run_forward(const detail::Configuration& c, const detail::ConvGeometry& g, const convjit_conv_params& params,
+                   const float* x, const float* w, const float* bias, bool relu, float* y);
+  // The compiled kernel for g in configuration c's slot, requesting or declining it when the
+  // configuration turns hot; null while none has arrived. *reading is held from before the kernel
+  // is read until the call has run it.
+  const convjit_conv_kernel* compiled_kernel(detail::ConfigSlot& slot, uint64_t id, int64_t calls,
+                                             const detail::ConvGeometry& g, int32_t rank, bool relu,
+                                             std::optional<detail::GracePeriods::Reader>* reading);
+  // An op no backend compiles: counted, declined when hot (saying so), run by run(threads) on tier 0.
+  template <typename Run>
+  void run_on_tier0(const detail::Configuration& c, Run&& run);
   void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key, bool warm = false);
   void start_warm();
   void wait_for_slot(detail::ConfigSlot& slot);  // until its queued compile has finished

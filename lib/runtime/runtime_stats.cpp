@@ -1,6 +1,7 @@
 // The runtime's stats: totals and one row per configuration, read without stopping calls.
 #include <algorithm>
 
+#include "describe.hpp"
 #include "forward_kernels.hpp"
 #include "runtime_impl.hpp"
 
@@ -21,8 +22,11 @@ const char* state_name(SlotState s) {
   return "?";
 }
 
-
 }  // namespace
+
+const char* op_name(Op op) {
+  return detail::op_name(int32_t(op));
+}
 
 RuntimeStats Runtime::Impl::stats() {
   RuntimeStats s;
@@ -31,9 +35,16 @@ RuntimeStats Runtime::Impl::stats() {
   s.isa = jit::isa_name(std::min(jit::widest_host_isa(), isa_cap_));
   table_.for_each([&](ConfigSlot& slot) {
     ConfigStats c;
-    c.dims = ConvDims::from_c(slot.details->params);
-    c.activation = Activation(slot.details->activation);
-    c.has_bias = slot.details->has_bias;
+    const detail::Configuration& config = slot.details->configuration;
+    c.op = Op(config.op);
+    if (config.is_pool()) {
+      c.pool_dims = PoolDims::from_c(config.pool);
+      c.p = config.p;
+    } else {
+      c.dims = ConvDims::from_c(config.conv);
+      c.activation = Activation(config.activation);
+      c.has_bias = config.has_bias;
+    }
     const int64_t calls = slot.calls.load(std::memory_order_relaxed);
     c.calls_jit = slot.calls_jit.load(std::memory_order_relaxed);
     c.calls_generic = calls - c.calls_jit;

@@ -1,10 +1,24 @@
 #include "select_tier.hpp"
 
+#include "backward_as_forward.hpp"
+#include "nhwc_as_nchw.hpp"
+
 namespace convjit::detail {
 
 ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled, jit::Isa max_isa) {
   if (compiled) return {&generic_forward_kernel(g, RowKind::Tile, max_isa), compiled};
   return {&generic_forward_kernel(g, RowKind::Any, max_isa), nullptr};
+}
+
+bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
+  if (c.op != CONVJIT_OP_CONV_FORWARD && c.op != CONVJIT_OP_CONV_BACKWARD_DATA) return false;
+  if (!make_conv_geometry(c.conv, g).ok()) return false;
+  convjit_conv_params forward = c.conv;
+  if (c.op == CONVJIT_OP_CONV_BACKWARD_DATA) {
+    if (!backward_data_as_forward(*g, c.conv, &forward) || !make_conv_geometry(forward, g).ok()) return false;
+  }
+  if (nhwc_runs_as_nchw(*g)) *g = nchw_twin(forward);
+  return true;
 }
 
 std::string jit_declined_because(const ConvGeometry& g, const jit::Backend& backend, const jit::SpecKey& key) {

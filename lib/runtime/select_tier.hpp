@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend.hpp"
+#include "config_table.hpp"
 #include "conv_forward.hpp"
 #include "geometry.hpp"
 
@@ -18,6 +19,11 @@ namespace convjit::detail {
 // Tier 0's rows are of ISAs up to max_isa (the runtime's cap).
 ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled,
                            jit::Isa max_isa = jit::Isa::Avx512);
+
+// The forward problem whose compiled kernel runs configuration c, after the rewrite rules: a
+// forward convolution or a backward data that runs as one, NHWC problems with few channels as
+// their NCHW twin. False when no compiled kernel can run c (its op has none, or it is invalid).
+bool compiled_forward_problem(const Configuration& c, ConvGeometry* g);
 
 // Why a configuration of g should not be compiled for `key` (the reason its stats show as
 // "declined"), or empty: tier 0's kernel for g beats every compiled one, or the backend expects

@@ -54,7 +54,7 @@ std::string stats_to_json(const RuntimeStats& s, const Policy& p) {
     calls_generic += c.calls_generic;
     calls_jit += c.calls_jit;
   }
-  std::string j = "{\n  \"schema\": \"convjit-stats\",\n  \"version\": 1,\n";
+  std::string j = "{\n  \"schema\": \"convjit-stats\",\n  \"version\": 2,\n";
   j += "  \"host\": {\"isa\": " + quoted(jit::isa_name(jit::widest_host_isa())) + "},\n";
   j += "  \"isa\": " + quoted(s.isa) + ",\n";
   j += "  \"policy\": {\"backend\": " + quoted(backend_name(p.backend)) +
@@ -77,19 +77,32 @@ std::string stats_to_json(const RuntimeStats& s, const Policy& p) {
   j += "  \"configurations\": [";
   for (size_t i = 0; i < s.configurations.size(); ++i) {
     const ConfigStats& c = s.configurations[i];
-    const ConvDims& d = c.dims;
     j += i ? ",\n    {" : "\n    {";
-    j += "\"op\": \"conv_fwd\", \"rank\": " + std::to_string(d.rank) +
-         ", \"layout\": " + quoted(d.layout == Layout::NHWC ? "nhwc" : "nchw") +
-         ", \"mode\": " + quoted(d.mode == Mode::Convolution ? "convolution" : "cross_correlation") +
-         ", \"batch\": " + std::to_string(d.batch) + ", \"in_channels\": " + std::to_string(d.in_channels) +
-         ", \"out_channels\": " + std::to_string(d.out_channels) + ", \"groups\": " + std::to_string(d.groups) +
-         ", \"in_size\": " + extent(d.in_size, d.rank) + ", \"kernel\": " + extent(d.kernel, d.rank) +
-         ", \"stride\": " + extent(d.stride, d.rank) + ", \"dilation\": " + extent(d.dilation, d.rank) +
-         ", \"pad_begin\": " + extent(d.pad_begin, d.rank) + ", \"pad_end\": " + extent(d.pad_end, d.rank) +
-         ", \"activation\": " + quoted(c.activation == Activation::Relu ? "relu" : "identity") +
-         ", \"bias\": " + (c.has_bias ? "true" : "false") +
-         ", \"calls\": {\"generic\": " + std::to_string(c.calls_generic) + ", \"jit\": " + std::to_string(c.calls_jit) +
+    j += "\"op\": " + quoted(op_name(c.op)) + ", ";
+    if (is_pool(c.op)) {
+      const PoolDims& d = c.pool_dims;
+      j += "\"rank\": " + std::to_string(d.rank) +
+           ", \"layout\": " + quoted(d.layout == Layout::NHWC ? "nhwc" : "nchw") +
+           ", \"batch\": " + std::to_string(d.batch) + ", \"channels\": " + std::to_string(d.channels) +
+           ", \"in_size\": " + extent(d.in_size, d.rank) + ", \"window\": " + extent(d.window, d.rank) +
+           ", \"stride\": " + extent(d.stride, d.rank) + ", \"dilation\": " + extent(d.dilation, d.rank) +
+           ", \"pad_begin\": " + extent(d.pad_begin, d.rank) + ", \"pad_end\": " + extent(d.pad_end, d.rank) +
+           ", \"exclude_padding\": " + (d.exclude_padding ? "true" : "false");
+      if (c.op == Op::LpNormPoolForward || c.op == Op::LpNormPoolBackward) j += ", \"p\": " + number(c.p);
+    } else {
+      const ConvDims& d = c.dims;
+      j += "\"rank\": " + std::to_string(d.rank) +
+           ", \"layout\": " + quoted(d.layout == Layout::NHWC ? "nhwc" : "nchw") +
+           ", \"mode\": " + quoted(d.mode == Mode::Convolution ? "convolution" : "cross_correlation") +
+           ", \"batch\": " + std::to_string(d.batch) + ", \"in_channels\": " + std::to_string(d.in_channels) +
+           ", \"out_channels\": " + std::to_string(d.out_channels) + ", \"groups\": " + std::to_string(d.groups) +
+           ", \"in_size\": " + extent(d.in_size, d.rank) + ", \"kernel\": " + extent(d.kernel, d.rank) +
+           ", \"stride\": " + extent(d.stride, d.rank) + ", \"dilation\": " + extent(d.dilation, d.rank) +
+           ", \"pad_begin\": " + extent(d.pad_begin, d.rank) + ", \"pad_end\": " + extent(d.pad_end, d.rank) +
+           ", \"activation\": " + quoted(c.activation == Activation::Relu ? "relu" : "identity") +
+           ", \"bias\": " + (c.has_bias ? "true" : "false");
+    }
+    j += ", \"calls\": {\"generic\": " + std::to_string(c.calls_generic) + ", \"jit\": " + std::to_string(c.calls_jit) +
          "}, \"mean_ns\": {\"generic\": " + number(c.mean_ns_generic) + ", \"jit\": " + number(c.mean_ns_jit) +
          "}, \"state\": " + quoted(c.state) + ", \"jit_kernel\": " + quoted(c.kernel) +
          ", \"backend\": " + quoted(c.backend) + ", \"compile_us\": " + number(c.compile_us) +

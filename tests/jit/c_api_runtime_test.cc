@@ -4,6 +4,7 @@
 // CONVJIT_EINVAL, a message naming the argument, nothing written).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -232,6 +233,53 @@ TEST(CApiRuntime, DeclineSlowerKeepsShortRowsGeneric) {
 
 // Each runtime function with a NULL or invalid argument: EINVAL, a message naming it, and the
 // outputs left alone. A later successful call clears the message.
+// Every op has a runtime function; each call is counted under its op, pooling with its own params.
+TEST(CApiRuntime, EveryOpIsCountedUnderItsOp) {
+  const convjit_policy policy = c_policy(2, 0);
+  CRuntime r;
+  ASSERT_EQ(convjit_runtime_create(&policy, &r.runtime), CONVJIT_OK) << convjit_last_error();
+  const convjit_conv_params c = tier_shape().to_c();
+  PoolDims pool_dims;
+  pool_dims.channels = 3;
+  pool_dims.in_size = {8, 10, 1};
+  pool_dims.window = {2, 2, 1};
+  const convjit_pool_params pool = pool_dims.to_c();
+  std::vector<float> x(size_t(tier_shape().input_elements()), 0.25f), w(size_t(tier_shape().weight_elements()), 0.5f);
+  std::vector<float> y(size_t(tier_shape().output_elements()), 1.0f), dx(x.size()), dw(w.size());
+  std::vector<float> px(size_t(pool_dims.input_elements()), 0.5f), py(size_t(pool_dims.output_elements()));
+  std::vector<float> pdy(py.size(), 1.0f), pdx(px.size());
+  ASSERT_EQ(convjit_runtime_conv_backward_data(r.runtime, &c, y.data(), w.data(), dx.data()), CONVJIT_OK);
+  ASSERT_EQ(convjit_runtime_conv_backward_filter(r.runtime, &c, x.data(), y.data(), dw.data()), CONVJIT_OK);
+  ASSERT_EQ(convjit_runtime_maxpool_forward(r.runtime, &pool, px.data(), py.data()), CONVJIT_OK);
+  ASSERT_EQ(convjit_runtime_meanpool_forward(r.runtime, &pool, px.data(), py.data()), CONVJIT_OK);
+  ASSERT_EQ(convjit_runtime_lpnormpool_forward(r.runtime, &pool, 2.0f, px.data(), py.data()), CONVJIT_OK);
+  ASSERT_EQ(convjit_runtime_maxpool_backward(r.runtime, &pool, px.data(), py.data(), pdy.data(), pdx.data()),
+            CONVJIT_OK);
+  ASSERT_EQ(convjit_runtime_meanpool_backward(r.runtime, &pool, pdy.data(), pdx.data()), CONVJIT_OK);
+  ASSERT_EQ(convjit_runtime_lpnormpool_backward(r.runtime, &pool, 2.0f, px.data(), py.data(), pdy.data(), pdx.data()),
+            CONVJIT_OK);
+  std::vector<int32_t> ops;
+  for (const convjit_config_stats& s : config_stats(r.runtime)) {
+    ops.push_back(s.op);
+    EXPECT_EQ(s.calls_generic + s.calls_jit, 1) << s.op;
+    if (s.op >= CONVJIT_OP_MAXPOOL_FORWARD) {
+      EXPECT_EQ(std::memcmp(&s.pool_params, &pool, sizeof pool), 0) << "pool params as given, op " << s.op;
+      EXPECT_EQ(s.p, s.op == CONVJIT_OP_LPNORMPOOL_FORWARD || s.op == CONVJIT_OP_LPNORMPOOL_BACKWARD ? 2.0f : 0.0f);
+    } else {
+      EXPECT_EQ(std::memcmp(&s.params, &c, sizeof c), 0) << "conv params as given, op " << s.op;
+    }
+  }
+  std::sort(ops.begin(), ops.end());
+  EXPECT_EQ(ops, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+
+  // A NULL runtime is refused by each, naming it, and nothing is written.
+  std::vector<float> untouched(px.size(), -3.0f);
+  EXPECT_EQ(convjit_runtime_meanpool_backward(nullptr, &pool, pdy.data(), untouched.data()), CONVJIT_EINVAL);
+  EXPECT_TRUE(contains_word(convjit_last_error(), "runtime")) << convjit_last_error();
+  EXPECT_EQ(untouched, std::vector<float>(px.size(), -3.0f));
+  EXPECT_EQ(convjit_runtime_conv_backward_filter(nullptr, &c, x.data(), y.data(), dw.data()), CONVJIT_EINVAL);
+}
+
 TEST(CApiRuntime, BadInputsAreRejectedWithAMessage) {
   auto expect_invalid = [](convjit_status status, const std::string& word, const std::string& what) {
     EXPECT_EQ(status, CONVJIT_EINVAL) << what;

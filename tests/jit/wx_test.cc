@@ -229,7 +229,9 @@ TEST(WriteXorExecute, EachXbyakKernelLivesInOneReadExecuteMapping) {
         EXPECT_GT(out.code_bytes, 0u) << key.name();
         // What the code budget made room for before the mapping is what was mapped.
         const size_t predicted = backend->mapped_bytes_before_compile(key);
-        if (predicted != 0) EXPECT_EQ(predicted, out.mapped_bytes) << key.name();
+        if (predicted != 0) {
+          EXPECT_EQ(predicted, out.mapped_bytes) << key.name();
+        }
         kernels.push_back(std::move(out));
       }
     }

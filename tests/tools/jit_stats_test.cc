@@ -38,15 +38,30 @@ std::string joined(const json& a) {
   return s;
 }
 
-// The notation the tool documents: "3x3 s1 p1 64->64 56x56 n1" (every spatial entry, joined by
-// x), then what else tells configurations apart (d, g, nhwc, flip, bias, relu).
-std::string shape_of(const json& c) {
-  std::string s = joined(c.at("kernel")) + " s" + joined(c.at("stride"));
+std::string window_of(const json& c, const char* window) {
+  std::string s = joined(c.at(window)) + " s" + joined(c.at("stride"));
   const std::string pb = joined(c.at("pad_begin")), pe = joined(c.at("pad_end"));
   s += " p" + (pb == pe ? pb : pb + "/" + pe);
   bool dilated = false;
   for (const json& d : c.at("dilation")) dilated |= d.get<int64_t>() != 1;
   if (dilated) s += " d" + joined(c.at("dilation"));
+  return s;
+}
+
+// The notation the tool documents: the op, then "3x3 s1 p1 64->64 56x56 n1" (every spatial entry,
+// joined by x) and what else tells configurations apart (d, g, nhwc, flip, bias, relu); pooling
+// "2x2 s2x2 p0x0 8 6x6 n1" and nhwc, exclude_padding, p=.
+std::string shape_of(const json& c) {
+  const std::string op = c.at("op");
+  if (op.find("pool") != std::string::npos) {
+    std::string s = op + " " + window_of(c, "window") + " " + std::to_string(c.at("channels").get<int64_t>());
+    s += " " + joined(c.at("in_size")) + " n" + std::to_string(c.at("batch").get<int64_t>());
+    if (c.at("layout") == "nhwc") s += " nhwc";
+    if (c.at("exclude_padding").get<bool>()) s += " exclude_padding";
+    if (c.contains("p")) s += " p=" + c.at("p").dump();
+    return s;
+  }
+  std::string s = op + " " + window_of(c, "kernel");
   s += " " + std::to_string(c.at("in_channels").get<int64_t>()) + "->" +
        std::to_string(c.at("out_channels").get<int64_t>());
   if (c.at("groups").get<int64_t>() != 1) s += " g" + std::to_string(c.at("groups").get<int64_t>());
@@ -158,7 +173,7 @@ TEST_F(JitStats, ShowPrintsOneRowPerConfigurationSortedByTimeSpent) {
           << "a JIT row ends with its kernel: " << line;
     }
     if (c.at("state") == "declined") {
-      EXPECT_CONTAINS(line, "generic is faster: " + c.at("reason").get<std::string>());
+      EXPECT_CONTAINS(line, "stays generic: " + c.at("reason").get<std::string>());
     }
   }
   for (size_t i = 0; i < n; ++i) EXPECT_EQ(seen[i], 1) << "configuration " << shape_of(configurations[i]);
@@ -387,7 +402,7 @@ TEST_F(JitStats, ErrorsExitNonZeroWithAMessage) {
                     field = dir_.file("field.json"), array = dir_.file("array.json");
   write_file(malformed, "{\"schema\": \"convjit-stats\", \"version\": 1, \"configurations\": [");
   write_file(schema, R"({"schema": "something-else", "version": 1, "configurations": []})");
-  write_file(version, R"({"schema": "convjit-stats", "version": 2, "configurations": []})");
+  write_file(version, R"({"schema": "convjit-stats", "version": 3, "configurations": []})");
   write_file(array, "[1, 2, 3]");
   json no_stride = a_;
   no_stride["configurations"][0].erase("stride");
@@ -399,7 +414,7 @@ TEST_F(JitStats, ErrorsExitNonZeroWithAMessage) {
       {"malformed JSON", {"show", malformed}, 1, {malformed + ": malformed stats file"}},
       {"not an object", {"show", array}, 1, {array + ": malformed stats file"}},
       {"wrong schema", {"show", schema}, 1, {schema + ": not a convjit stats file"}},
-      {"wrong version", {"show", version}, 1, {version + ": unsupported version 2"}},
+      {"wrong version", {"show", version}, 1, {version + ": unsupported version 3"}},
       {"configuration without a field", {"show", field, "--csv"}, 1, {field + ": malformed stats file", "stride"}},
       {"diff with a bad file", {"diff", a_path_, malformed}, 1, {malformed + ": malformed stats file"}},
       {"diff with a missing file", {"diff", missing, a_path_}, 1, {missing + ": cannot open"}},
@@ -435,6 +450,44 @@ TEST_F(JitStats, ErrorsExitNonZeroWithAMessage) {
   const ToolRun help = jit_stats({"--help"});
   EXPECT_EQ(help.exit_code, 0) << help.describe();
   EXPECT_CONTAINS(help.out, "usage: jit-stats COMMAND");
+}
+
+// Every op has its rows: a pooling configuration (its own fields) and a version-1 file of an older
+// build (forward convolutions only) are shown too.
+TEST_F(JitStats, ShowsPoolingRowsAndReadsVersionOneFiles) {
+  json with_pool = a_;
+  json pool = a_.at("configurations").at(0);
+  for (const char* field : {"mode", "in_channels", "out_channels", "groups", "kernel", "activation", "bias"}) {
+    pool.erase(field);
+  }
+  pool["op"] = "lpnormpool_bwd";
+  pool["channels"] = 8;
+  pool["window"] = pool.at("in_size");
+  pool["exclude_padding"] = false;
+  pool["p"] = 3.0;
+  pool["state"] = "declined";
+  pool["reason"] = "the xbyak backend compiles no lpnormpool_bwd kernels for it (yet): tier 0 runs it";
+  with_pool["configurations"].push_back(pool);
+  const std::string pool_path = dir_.file("pool.json");
+  write_file(pool_path, with_pool.dump());
+  const ToolRun shown = jit_stats({"show", pool_path});
+  ASSERT_EQ(shown.exit_code, 0) << shown.describe();
+  EXPECT_CONTAINS(shown.out, shape_of(pool) + " ");
+  EXPECT_CONTAINS(shown.out, "stays generic: " + pool.at("reason").get<std::string>());
+
+  json v1 = a_;
+  v1["version"] = 1;
+  json forward = json::array();
+  for (const json& c : a_.at("configurations")) {
+    if (c.at("op") == "conv_fwd") forward.push_back(c);
+  }
+  ASSERT_FALSE(forward.empty());
+  v1["configurations"] = forward;
+  const std::string v1_path = dir_.file("v1.json");
+  write_file(v1_path, v1.dump());
+  const ToolRun old = jit_stats({"show", v1_path, "--csv"});
+  ASSERT_EQ(old.exit_code, 0) << old.describe();
+  EXPECT_EQ(split_lines(old.out).size(), forward.size() + 1) << old.out;
 }
 
 // A file with the right schema and version but without a top-level section is reported like any

@@ -1,5 +1,6 @@
 // Warm start across processes (lib/runtime/warm_start.hpp, CONVJIT_CACHE_DIR): a first run of
-// convjit-workload (default policy) saves its JIT configurations in DIR/hot-configurations; a
+// convjit-workload (default policy) saves its JIT configurations (forward and backward data) in
+// DIR/hot-configurations; a
 // second run with the same directory compiles them in the background from its start, and a call
 // waits for its own compile, so every listed configuration runs only specialized kernels, from
 // its first call.
@@ -20,16 +21,22 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kHeader = "convjit-hot-configurations 1";
+constexpr const char* kHeader = "convjit-hot-configurations 2";
+constexpr const char* kHeaderV1 = "convjit-hot-configurations 1";
 
-// A configuration in the cache file's words: rank layout mode batch in out groups, then
+int op_code(const json& c) {
+  return c.at("op") == "conv_fwd" ? 0 : c.at("op") == "conv_bwd_data" ? 1 : 2;
+}
+
+// A conv configuration in the cache file's words: op rank layout mode batch in out groups, then
 // in_size kernel stride dilation pad_begin pad_end (rank values each), activation, bias.
 std::string key_of(const json& c) {
   std::ostringstream s;
   const int64_t rank = c.at("rank");
-  s << rank << ' ' << (c.at("layout") == "nhwc" ? 1 : 0) << ' ' << (c.at("mode") == "convolution" ? 1 : 0) << ' '
-    << c.at("batch").get<int64_t>() << ' ' << c.at("in_channels").get<int64_t>() << ' '
-    << c.at("out_channels").get<int64_t>() << ' ' << c.at("groups").get<int64_t>();
+  s << op_code(c) << ' ' << rank << ' ' << (c.at("layout") == "nhwc" ? 1 : 0) << ' '
+    << (c.at("mode") == "convolution" ? 1 : 0) << ' ' << c.at("batch").get<int64_t>() << ' '
+    << c.at("in_channels").get<int64_t>() << ' ' << c.at("out_channels").get<int64_t>() << ' '
+    << c.at("groups").get<int64_t>();
   for (const char* field : {"in_size", "kernel", "stride", "dilation", "pad_begin", "pad_end"}) {
     for (int64_t d = 0; d < rank; ++d) s << ' ' << c.at(field).at(size_t(d)).get<int64_t>();
   }
@@ -50,7 +57,8 @@ std::vector<std::string> cache_lines(const std::string& path) {
     std::vector<int64_t> v;
     for (int64_t x; in >> x;) v.push_back(x);
     EXPECT_TRUE(in.eof()) << "not all integers: " << line;
-    EXPECT_TRUE(!v.empty() && v[0] >= 1 && v[0] <= 3 && int64_t(v.size()) == 7 + 6 * v[0] + 2)
+    EXPECT_TRUE(v.size() > 1 && v[0] >= 0 && v[0] <= 1) << "not an op with compiled kernels: " << line;
+    EXPECT_TRUE(v.size() > 1 && v[1] >= 1 && v[1] <= 3 && int64_t(v.size()) == 1 + 7 + 6 * v[1] + 2)
         << "wrong field count for its rank: " << line;
   }
   return lines;
@@ -96,10 +104,15 @@ TEST_F(WarmStart, TheFirstRunSavesItsJitConfigurations) {
   two_runs();
   if (IsSkipped() || HasFatalFailure()) return;
   std::set<std::string> jit;
+  std::set<std::string> ops;
   for (const json& c : first_stats_.at("configurations")) {
-    if (c.at("state") == "jit") jit.insert(key_of(c));
+    if (c.at("state") == "jit") {
+      jit.insert(key_of(c));
+      ops.insert(c.at("op"));
+    }
   }
   EXPECT_GE(jit.size(), 6u) << "the seed network's layers should be on the JIT tier after 20 steps";
+  EXPECT_EQ(ops, (std::set<std::string>{"conv_fwd", "conv_bwd_data"})) << "its gradient's backward data too";
   EXPECT_EQ(std::set<std::string>(listed_.begin(), listed_.end()), jit)
       << "the cache file lists exactly the configurations that were on the JIT tier:\n"
       << read_file(cache_file());
@@ -111,7 +124,9 @@ TEST_F(WarmStart, ARestartedProcessRunsSpecializedKernelsFromItsFirstCalls) {
   if (IsSkipped() || HasFatalFailure()) return;
   ASSERT_FALSE(listed_.empty());
   std::map<std::string, const json*> second;
-  for (const json& c : second_stats_.at("configurations")) second[key_of(c)] = &c;
+  for (const json& c : second_stats_.at("configurations")) {
+    if (c.at("op") != "conv_bwd_filter") second[key_of(c)] = &c;
+  }
   for (const std::string& key : listed_) {
     const auto it = second.find(key);
     ASSERT_NE(it, second.end()) << "listed configuration " << key << " not called in the second run";
@@ -133,6 +148,7 @@ TEST_F(WarmStart, TimelineOfAWarmConfigurationHasItsFirstCall) {
   two_runs();
   if (IsSkipped() || HasFatalFailure()) return;
   for (const json& c : second_stats_.at("configurations")) {
+    if (c.at("op") == "conv_bwd_filter") continue;
     const int64_t calls = c.at("calls").at("generic").get<int64_t>() + c.at("calls").at("jit").get<int64_t>();
     if (calls == 0) continue;
     const json& t = c.at("timeline_us");
@@ -164,9 +180,10 @@ TEST_F(WarmStart, MalformedLinesAreSkipped) {
   const std::string kept = listed_[0];
   write_file(cache_file(), std::string(kHeader) + "\n" +
                                "garbage\n"
-                               "2 0 0 5 1 2\n"                                    // cut short
-                               "2 0 0 5 1 2 1 4 4 9 9 1 1 1 1 0 0 0 0 1 1\n"      // kernel larger than the input
-                               "7 0 0 5 1 2 1 28 28 3 3 1 1 1 1 0 0 0 0 1 1\n" +  // rank 7
+                               "0 2 0 0 5 1 2\n"                                    // cut short
+                               "0 2 0 0 5 1 2 1 4 4 9 9 1 1 1 1 0 0 0 0 1 1\n"      // kernel larger than the input
+                               "0 7 0 0 5 1 2 1 28 28 3 3 1 1 1 1 0 0 0 0 1 1\n"    // rank 7
+                               "9 2 0 0 5 1 2 1 28 28 3 3 1 1 1 1 0 0 0 0 1 1\n" +  // no such op
                                kept +
                                "\n");
   const ToolRun run = workload({}, work_.file("third.json"));
@@ -174,12 +191,36 @@ TEST_F(WarmStart, MalformedLinesAreSkipped) {
   const json stats = json::parse(read_file(work_.file("third.json")));
   bool found = false;
   for (const json& c : stats.at("configurations")) {
-    if (key_of(c) != kept) continue;
+    if (c.at("op") == "conv_bwd_filter" || key_of(c) != kept) continue;
     found = true;
     EXPECT_EQ(c.at("state"), "jit");
     EXPECT_EQ(c.at("calls").at("generic").get<int64_t>(), 0) << kept;
   }
   EXPECT_TRUE(found) << kept;
+}
+
+// A file of the first version (forward convolutions, no op column) still warm-starts them.
+TEST_F(WarmStart, AVersionOneFileIsStillRead) {
+  two_runs();
+  if (IsSkipped() || HasFatalFailure()) return;
+  std::string kept;
+  for (const std::string& line : listed_) {
+    if (line.rfind("0 ", 0) == 0) kept = line;
+  }
+  ASSERT_FALSE(kept.empty()) << "no forward configuration listed";
+  write_file(cache_file(), std::string(kHeaderV1) + "\n" + kept.substr(2) + "\n");
+  const ToolRun run = workload({}, work_.file("v1.json"));
+  ASSERT_TRUE(run.ok()) << run.describe();
+  const json stats = json::parse(read_file(work_.file("v1.json")));
+  bool found = false;
+  for (const json& c : stats.at("configurations")) {
+    if (c.at("op") != "conv_fwd" || key_of(c) != kept) continue;
+    found = true;
+    EXPECT_EQ(c.at("state"), "jit");
+    EXPECT_EQ(c.at("calls").at("generic").get<int64_t>(), 0) << kept << ": calls before its kernel arrived";
+  }
+  EXPECT_TRUE(found) << kept;
+  EXPECT_EQ(cache_lines(cache_file()).empty(), false) << "rewritten in the current version";
 }
 
 TEST(WarmStartDirectory, AnUnwritableDirectoryIsReportedNotFatal) {

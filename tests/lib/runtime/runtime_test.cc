@@ -224,8 +224,8 @@ TEST(Runtime, BiasIsReadOnlyForRealChannels) {
 }
 
 // NHWC with few output channels per group runs as the NCHW problem on transposed copies
-// (lib/rewrite/nhwc_as_nchw.hpp): the stats name that NCHW configuration, it reaches the JIT tier, and
-// every tier gives the same bits.
+// (lib/rewrite/nhwc_as_nchw.hpp): the stats show the NHWC configuration as called, with the NCHW
+// twin's kernel, it reaches the JIT tier, and every tier gives the same bits.
 TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
   Runtime generic(generic_policy());
   Runtime eager(eager_policy());
@@ -241,7 +241,10 @@ TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
   const RuntimeStats stats = eager.stats();
   ASSERT_EQ(stats.configurations.size(), 1u);
   const ConfigStats& c = stats.configurations[0];
-  EXPECT_EQ(c.dims.layout, Layout::NCHW);
+  EXPECT_EQ(c.op, Op::ConvForward);
+  EXPECT_EQ(c.dims.layout, Layout::NHWC);
+  EXPECT_FALSE(c.kernel.empty());
+  EXPECT_EQ(c.kernel.find("_nhwc"), std::string::npos) << "not the NCHW twin's kernel: " << c.kernel;
   EXPECT_EQ(c.dims.in_channels, 3);
   EXPECT_EQ(c.dims.out_channels, 5);
   EXPECT_EQ(c.calls_jit, 1);
@@ -313,8 +316,9 @@ TEST(Runtime, TheCodeBudgetEvictsTheLeastUsedKernels) {
   EXPECT_GE(stats.kernel_evictions, 1);
   EXPECT_EQ(stats.compiles, stats.kernels + stats.kernel_evictions);
   for (const ConfigStats& c : stats.configurations) {  // refused only where one kernel is larger than the budget
-    if (c.failure.find("code budget") != std::string::npos)
+    if (c.failure.find("code budget") != std::string::npos) {
       EXPECT_NE(c.failure.find("cannot hold this kernel"), std::string::npos) << describe(c.dims) << ": " << c.failure;
+    }
   }
 }
 

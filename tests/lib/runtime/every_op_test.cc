@@ -1,0 +1,224 @@
+// Every op goes through the runtime (lib/runtime/dispatch.cpp): each is counted as a configuration
+// of its own op, timed, moved out of "cold" at the hot threshold (backward data with stride 1 to
+// the JIT tier as a forward convolution, the ops no backend compiles to "declined", saying why),
+// runs with the runtime's own thread count, and gives the oracle's result with the same bits on
+// every tier and thread count. Bad input is refused before the op is counted.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "convjit/runtime.hpp"
+#include "reference/reference.hpp"
+#include "support/compare.hpp"
+#include "support/random.hpp"
+#include "support/random_shapes.hpp"
+
+namespace convjit::testing {
+namespace {
+
+// One call of one op on random inputs: what it computes on a runtime, and the oracle's result.
+struct OpCall {
+  Op op;
+  ConvDims conv;
+  PoolDims pool;
+  float p = 0;
+  std::vector<float> a, b, c;  // the op's inputs, in its argument order
+  std::vector<double> want;
+  TensorShape out_shape;
+  int64_t reduction = 1;  // terms per output, for the tolerance
+  std::string context;
+
+  std::vector<float> run(Runtime& r) const {
+    std::vector<float> out = nan_buffer(out_shape.elements());
+    switch (op) {
+      case Op::ConvForward: r.conv_forward(conv, a.data(), b.data(), nullptr, Activation::Identity, out.data()); break;
+      case Op::ConvBackwardData: r.conv_backward_data(conv, a.data(), b.data(), out.data()); break;
+      case Op::ConvBackwardFilter: r.conv_backward_filter(conv, a.data(), b.data(), out.data()); break;
+      case Op::MaxPoolForward: r.maxpool_forward(pool, a.data(), out.data()); break;
+      case Op::MeanPoolForward: r.meanpool_forward(pool, a.data(), out.data()); break;
+      case Op::LpNormPoolForward: r.lpnormpool_forward(pool, p, a.data(), out.data()); break;
+      case Op::MaxPoolBackward: r.maxpool_backward(pool, a.data(), b.data(), c.data(), out.data()); break;
+      case Op::MeanPoolBackward: r.meanpool_backward(pool, c.data(), out.data()); break;
+      case Op::LpNormPoolBackward: r.lpnormpool_backward(pool, p, a.data(), b.data(), c.data(), out.data()); break;
+    }
+    return out;
+  }
+};
+
+OpCall conv_call(Op op, const ConvDims& d, uint64_t seed) {
+  Rng rng(seed);
+  OpCall call{op, d, {}, 0, {}, {}, {}, {}, {}, 1, describe(d)};
+  int64_t taps = 1;
+  for (int k = 0; k < d.rank; ++k) taps *= d.kernel[k];
+  if (op == Op::ConvBackwardData) {
+    call.a = random_floats(rng, ref::conv_output_elements(d));
+    call.b = random_floats(rng, ref::conv_weight_elements(d));
+    call.want = ref::conv_backward_data(d, call.a.data(), call.b.data());
+    call.out_shape = conv_input_shape(d);
+    call.reduction = d.out_channels / d.groups * taps;
+  } else {
+    call.a = random_floats(rng, ref::conv_input_elements(d));
+    call.b = random_floats(rng, ref::conv_output_elements(d));
+    call.want = ref::conv_backward_filter(d, call.a.data(), call.b.data());
+    call.out_shape = conv_weight_shape(d);
+    call.reduction = ref::conv_output_elements(d) / d.out_channels;
+  }
+  return call;
+}
+
+OpCall pool_call(Op op, const PoolDims& d, uint64_t seed) {
+  Rng rng(seed);
+  OpCall call{op, {}, d, 3.0f, {}, {}, {}, {}, {}, 1, describe(d)};
+  call.a = random_floats(rng, ref::pool_input_elements(d));
+  for (float& v : call.a) v = v < 0 ? v - 0.05f : v + 0.05f;  // |x| >= 0.05: Lp gradients stay finite
+  for (int k = 0; k < d.rank; ++k) call.reduction *= d.window[k];
+  switch (op) {
+    case Op::MaxPoolForward: call.want = ref::maxpool_forward(d, call.a.data()); break;
+    case Op::MeanPoolForward: call.want = ref::meanpool_forward(d, call.a.data()); break;
+    case Op::LpNormPoolForward: call.want = ref::lpnormpool_forward(d, call.p, call.a.data()); break;
+    default: {
+      const std::vector<double> y = op == Op::LpNormPoolBackward ? ref::lpnormpool_forward(d, call.p, call.a.data())
+                                                                 : ref::maxpool_forward(d, call.a.data());
+      call.b = to_float(y);
+      call.c = random_floats(rng, ref::pool_output_elements(d));
+      if (op == Op::MaxPoolBackward) call.want = ref::maxpool_backward(d, call.a.data(), call.b.data(), call.c.data());
+      if (op == Op::MeanPoolBackward) call.want = ref::meanpool_backward(d, call.c.data());
+      if (op == Op::LpNormPoolBackward) {
+        call.want = ref::lpnormpool_backward(d, call.p, call.a.data(), call.b.data(), call.c.data());
+      }
+    }
+  }
+  call.out_shape =
+      is_pool(call.op) && (op == Op::MaxPoolForward || op == Op::MeanPoolForward || op == Op::LpNormPoolForward)
+          ? pool_output_shape(d)
+          : pool_input_shape(d);
+  return call;
+}
+
+// Backward data with stride > 1 and backward filter (no compiled kernels), every pooling op, on
+// random problems of each rank and layout.
+std::vector<OpCall> tier0_calls() {
+  std::vector<OpCall> calls;
+  Rng rng(0xE0E0);
+  for (int32_t rank = 1; rank <= 3; ++rank) {
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      ConvDims d = random_conv(rng, rank, layout, rank == 2 ? Mode::Convolution : Mode::CrossCorrelation);
+      calls.push_back(conv_call(Op::ConvBackwardFilter, d, rng.next()));
+      d.stride[0] = 2;  // not run as a forward
+      calls.push_back(conv_call(Op::ConvBackwardData, d, rng.next()));
+      const PoolDims pool = random_pool(rng, rank, layout);
+      for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward, Op::LpNormPoolForward, Op::MaxPoolBackward,
+                    Op::MeanPoolBackward, Op::LpNormPoolBackward}) {
+        calls.push_back(pool_call(op, pool, rng.next()));
+      }
+    }
+  }
+  return calls;
+}
+
+Policy policy_with(Backend backend, int threads) {
+  Policy p;
+  p.backend = backend;
+  p.hot_threshold = 2;
+  p.async = false;
+  p.num_threads = threads;
+  return p;
+}
+
+TEST(EveryOp, IsCountedDeclinedWhenHotAndBitwiseOnEveryThreadCount) {
+  Runtime generic(policy_with(Backend::None, 1));
+  for (const OpCall& call : tier0_calls()) {
+    const std::string op = op_name(call.op);
+    SCOPED_TRACE(op + " " + call.context);
+    const std::vector<float> want = call.run(generic);
+    ASSERT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
+    for (int threads : {1, 2, 3}) {
+      Runtime r(policy_with(Backend::Auto, threads));
+      EXPECT_TRUE(bitwise_equal("first call", call.run(r), want, call.out_shape, call.context));
+      RuntimeStats s = r.stats();
+      ASSERT_EQ(s.configurations.size(), 1u);
+      EXPECT_EQ(s.configurations[0].op, call.op);
+      EXPECT_EQ(s.configurations[0].state, "cold");
+      EXPECT_EQ(s.configurations[0].calls_generic, 1);
+      EXPECT_GE(s.configurations[0].first_call_us, 0);
+      EXPECT_GT(s.configurations[0].mean_ns_generic, 0) << "a tier's first call is timed";
+      for (int i = 0; i < 2; ++i) EXPECT_TRUE(bitwise_equal("hot", call.run(r), want, call.out_shape, call.context));
+      s = r.stats();
+      ASSERT_EQ(s.configurations.size(), 1u);
+      const ConfigStats& c = s.configurations[0];
+      EXPECT_EQ(c.calls_generic, 3);
+      EXPECT_EQ(c.calls_jit, 0);
+      if (s.backend == "none") {
+        EXPECT_EQ(c.state, "cold") << "without a backend nothing turns hot";
+        continue;
+      }
+      EXPECT_EQ(c.state, "declined");
+      EXPECT_NE(c.failure.find(op), std::string::npos) << "the reason names the op: " << c.failure;
+      EXPECT_GE(c.hot_us, c.first_call_us);
+      if (is_pool(call.op)) {
+        EXPECT_EQ(describe(c.pool_dims), describe(call.pool));
+        EXPECT_EQ(c.p, call.op == Op::LpNormPoolForward || call.op == Op::LpNormPoolBackward ? call.p : 0.0f);
+      } else {
+        EXPECT_EQ(describe(c.dims), describe(call.conv));
+      }
+    }
+  }
+}
+
+// Stride-1 backward data is counted as itself and runs the forward kernel it is rewritten to.
+TEST(EveryOp, StrideOneBackwardDataReachesTheJitTierAsItself) {
+  Runtime generic(policy_with(Backend::None, 1));
+  Runtime r(policy_with(Backend::Auto, 1));
+  const ConvDims d = conv(2, Layout::NCHW, 2, 8, 12, 1, {16, 19, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0});
+  const OpCall call = conv_call(Op::ConvBackwardData, d, 0xB0D5);
+  const std::vector<float> want = call.run(generic);
+  EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(bitwise_equal("call", call.run(r), want, call.out_shape, call.context));
+  const RuntimeStats s = r.stats();
+  if (s.backend == "none") GTEST_SKIP() << "no JIT backend on this host: " << s.backend_unavailable_reason;
+  ASSERT_EQ(s.configurations.size(), 1u);
+  const ConfigStats& c = s.configurations[0];
+  EXPECT_EQ(c.op, Op::ConvBackwardData);
+  EXPECT_EQ(describe(c.dims), describe(d)) << "the dims as called, not the forward's";
+  EXPECT_EQ(c.state, "jit");
+  EXPECT_EQ(c.kernel.rfind("conv2d_fwd_f32_k3x3_s1", 0), 0u) << c.kernel;
+  EXPECT_EQ(c.calls_generic, 1) << "the second call is hot, compiles inline and runs the kernel";
+  EXPECT_EQ(c.calls_jit, 3);
+}
+
+// One problem as several ops is several configurations.
+TEST(EveryOp, EachOpOfOneProblemIsItsOwnConfiguration) {
+  Runtime r(policy_with(Backend::Auto, 1));
+  const ConvDims d = conv(2, Layout::NCHW, 1, 3, 4, 1, {9, 9, 1}, {3, 3, 1});
+  conv_call(Op::ConvBackwardData, d, 1).run(r);
+  conv_call(Op::ConvBackwardFilter, d, 2).run(r);
+  std::vector<float> y(size_t(ref::conv_output_elements(d)));
+  const OpCall x = conv_call(Op::ConvBackwardFilter, d, 3);
+  r.conv_forward(d, x.a.data(), std::vector<float>(size_t(ref::conv_weight_elements(d)), 0.5f).data(), nullptr,
+                 Activation::Identity, y.data());
+  std::vector<Op> ops;
+  for (const ConfigStats& c : r.stats().configurations) ops.push_back(c.op);
+  std::sort(ops.begin(), ops.end());
+  EXPECT_EQ(ops, (std::vector<Op>{Op::ConvForward, Op::ConvBackwardData, Op::ConvBackwardFilter}));
+}
+
+TEST(EveryOp, BadInputIsRefusedBeforeItIsCounted) {
+  Runtime r(policy_with(Backend::Auto, 1));
+  for (const OpCall& call : tier0_calls()) {
+    SCOPED_TRACE(op_name(call.op));
+    OpCall bad = call;
+    bad.conv.batch = 0;
+    bad.pool.batch = 0;
+    EXPECT_THROW(bad.run(r), Error);
+  }
+  PoolDims lp = tier0_calls().back().pool;
+  std::vector<float> x(size_t(ref::pool_input_elements(lp))), y(size_t(ref::pool_output_elements(lp)), 7.0f);
+  EXPECT_THROW(r.lpnormpool_forward(lp, -1.0f, x.data(), y.data()), Error);
+  EXPECT_EQ(y, std::vector<float>(y.size(), 7.0f)) << "nothing written";
+  EXPECT_TRUE(r.stats().configurations.empty());
+}
+
+}  // namespace
+}  // namespace convjit::testing
