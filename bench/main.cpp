@@ -11,7 +11,9 @@
 //            errors; --check-only exits after that (status 1 if anything is off).
 //
 // Benchmark names: conv_fwd/<shape>/<nchw|nhwc>/<method>, first_call/<shape>,
-// pool_fwd/<shape>/<nchw|nhwc>/<method>. bench/summarize.py turns the JSON output into tables.
+// pool_fwd/<shape>/<nchw|nhwc>/<method>, and the gradients' (bench/backward.cpp):
+// conv_bwd_data/..., conv_bwd_filter/..., pool_bwd/.... bench/summarize.py turns the JSON output
+// into tables.
 //
 // convjit's tiers: `generic` runs a Runtime whose policy has no backend (tier 0 only); `xbyak` and
 // `llvm` run a Runtime of that backend that compiles on first sight, inline, and never declines
@@ -24,6 +26,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <convjit/convjit.hpp>
+#include <convjit/runtime.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,9 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <convjit/convjit.hpp>
-#include <convjit/runtime.hpp>
-
+#include "backward.hpp"
 #include "fma_peak.hpp"
 #include "im2col_openblas.hpp"
 #include "naive.hpp"
@@ -97,29 +99,14 @@ std::string tier_unavailable(const Tier& t) {
   return st.backend_unavailable_reason.empty() ? std::string("not available") : st.backend_unavailable_reason;
 }
 
-bool same_dims(const convjit::ConvDims& a, const convjit::ConvDims& b) {
-  if (a.rank != b.rank || a.layout != b.layout || a.mode != b.mode || a.batch != b.batch ||
-      a.in_channels != b.in_channels || a.out_channels != b.out_channels || a.groups != b.groups)
-    return false;
-  for (int i = 0; i < a.rank; ++i)
-    if (a.in_size[i] != b.in_size[i] || a.kernel[i] != b.kernel[i] || a.stride[i] != b.stride[i] ||
-        a.dilation[i] != b.dilation[i] || a.pad_begin[i] != b.pad_begin[i] || a.pad_end[i] != b.pad_end[i])
-      return false;
-  return true;
-}
-
-// The runtime's record of a configuration (identity activation, no bias), if any. NHWC with few
-// output channels per group runs as (and is recorded as) its NCHW twin: lib/rewrite/nhwc_as_nchw.hpp.
+// The runtime's record of a forward configuration (identity activation, no bias), if any.
 bool find_config(const convjit::Runtime& rt, const convjit::ConvDims& dims, convjit::ConfigStats* out) {
-  convjit::ConvDims nchw_twin = dims;
-  nchw_twin.layout = Layout::NCHW;
-  for (const convjit::ConvDims& d : {dims, nchw_twin}) {
-    for (const convjit::ConfigStats& c : rt.stats().configurations)
-      if (same_dims(c.dims, d) && c.activation == convjit::Activation::Identity && !c.has_bias) {
-        *out = c;
-        return true;
-      }
-  }
+  for (const convjit::ConfigStats& c : rt.stats().configurations)
+    if (c.op == convjit::Op::ConvForward && cb::same_dims(c.dims, dims) &&
+        c.activation == convjit::Activation::Identity && !c.has_bias) {
+      *out = c;
+      return true;
+    }
   return false;
 }
 
@@ -583,7 +570,8 @@ void print_usage() {
       "  --threads     threads for convjit, oneDNN and OpenBLAS (else $CONVJIT_BENCH_THREADS, else 1)\n"
       "  --check       compare every method with a double-precision oracle before timing\n"
       "  --check-only  only that; exit status 1 if anything is off\n"
-      "Benchmarks: conv_fwd/<shape>/<nchw|nhwc>/<method>, first_call/<shape>, pool_fwd/<shape>/<layout>/<method>\n"
+      "Benchmarks: conv_fwd/<shape>/<nchw|nhwc>/<method>, first_call/<shape>, pool_fwd/<shape>/<layout>/<method>,\n"
+      "conv_bwd_data/<shape>/<layout>/<method>, conv_bwd_filter/..., pool_bwd/...\n"
       "(e.g. --benchmark_filter='^conv_fwd/seed_chain_1/').\n\n");
 }
 
@@ -651,6 +639,7 @@ void register_all(const cb::ShapeSet& set) {
           ->Unit(benchmark::kMicrosecond);
     }
   }
+  cb::register_backward_benchmarks(set);
   for (const cb::PoolShape& s : pool) {
     const std::string base = "pool_fwd/" + s.name + "/";
     for (Layout l : {Layout::NCHW, Layout::NHWC}) {

@@ -4,53 +4,14 @@
 #include <unordered_map>
 
 #ifdef CONVJIT_BENCH_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
+#include "onednn_md.hpp"
 #endif
 
 namespace convjit_bench {
 
 #ifdef CONVJIT_BENCH_HAVE_DNNL
 
-namespace {
-
-using dnnl::memory;
-using tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
-
-memory::dims spatial(const Ext3& e, int rank, int64_t minus = 0) {
-  memory::dims d;
-  for (int i = 0; i < rank; ++i) d.push_back(e[i] - minus);
-  return d;
-}
-
-memory::dims cat(memory::dims a, const memory::dims& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-tag act_tag(int rank, bool nhwc) {
-  if (rank == 1) return nhwc ? tag::nwc : tag::ncw;
-  if (rank == 2) return nhwc ? tag::nhwc : tag::nchw;
-  return nhwc ? tag::ndhwc : tag::ncdhw;
-}
-
-tag weight_tag(int rank, bool nhwc, bool grouped) {
-  if (grouped) {
-    if (rank == 1) return nhwc ? tag::gowi : tag::goiw;
-    if (rank == 2) return nhwc ? tag::gohwi : tag::goihw;
-    return nhwc ? tag::godhwi : tag::goidhw;
-  }
-  if (rank == 1) return nhwc ? tag::owi : tag::oiw;
-  if (rank == 2) return nhwc ? tag::ohwi : tag::oihw;
-  return nhwc ? tag::odhwi : tag::oidhw;
-}
-
-}  // namespace
+using namespace onednn_md;
 
 bool have_onednn() { return true; }
 
@@ -66,27 +27,16 @@ OnednnConv::OnednnConv(const ConvShape& s, DnnlConvKind kind, const float* x, co
     : impl_(std::make_unique<Impl>()) {
   auto& eng = cpu_engine();
   const bool nhwc = kind == DnnlConvKind::PlainNHWC || kind == DnnlConvKind::NhwcAnyWeights;
-  const bool grouped = s.groups > 1;
-  const memory::dims src_dims = cat({s.n, s.ic}, spatial(s.in, s.rank));
-  const memory::dims dst_dims = cat({s.n, s.oc}, spatial(s.out(), s.rank));
-  const memory::dims wei_dims = grouped ? cat({s.groups, s.oc / s.groups, s.ic / s.groups}, spatial(s.k, s.rank))
-                                        : cat({s.oc, s.ic}, spatial(s.k, s.rank));
-  const memory::dims strides = spatial(s.stride, s.rank);
-  const memory::dims dilates = spatial(s.dilation, s.rank, 1);  // oneDNN counts dilation from 0
-  const memory::dims pads = spatial(s.pad, s.rank);
-
-  const memory::desc user_src(src_dims, dt::f32, act_tag(s.rank, nhwc));
-  const memory::desc user_wei(wei_dims, dt::f32, weight_tag(s.rank, nhwc, grouped));
-  const memory::desc user_dst(dst_dims, dt::f32, act_tag(s.rank, nhwc));
+  const ConvDescs m(s, nhwc);
+  const memory::desc &user_src = m.user_src, &user_wei = m.user_wei, &user_dst = m.user_dst;
   impl_->blocked = kind == DnnlConvKind::Blocked;
   const bool any_weights = impl_->blocked || kind == DnnlConvKind::NhwcAnyWeights;
-  const memory::desc any_src(src_dims, dt::f32, tag::any), any_wei(wei_dims, dt::f32, tag::any),
-      any_dst(dst_dims, dt::f32, tag::any);
   const memory::desc bias_none;
   try {
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                      impl_->blocked ? any_src : user_src, any_weights ? any_wei : user_wei,
-                                      bias_none, impl_->blocked ? any_dst : user_dst, strides, dilates, pads, pads);
+                                      impl_->blocked ? m.any_src : user_src, any_weights ? m.any_wei : user_wei,
+                                      bias_none, impl_->blocked ? m.any_dst : user_dst, m.strides, m.dilates, m.pads,
+                                      m.pads);
     impl_->pd = dnnl::convolution_forward::primitive_desc(d, eng);
   } catch (const dnnl::error& e) {
     throw std::runtime_error(std::string("oneDNN: no convolution implementation: ") + e.what());

@@ -1,13 +1,13 @@
 // convjit_seed_bench: one training step of the seed network (README.md; batch 32, the seednet
-// default) on convjit's tiers and on oneDNN's primitives. The dense head, softmax, relu masks
-// and bias gradients are the same plain C++ (tools/seed_network.cpp) in every variant; only the
-// convolutions differ. The step is forward, then every parameter's gradient (no input gradient),
-// as seednet trains; the optimizer update is left out: it is the same for all and weights that
-// stay put keep the relu patterns, and so the work, identical across iterations.
+// default, and 5, the design's benchmark batch) on convjit's tiers and on oneDNN's primitives. The dense head, softmax,
+// relu masks and bias gradients are the same plain C++ (tools/seed_network.cpp) in every variant; only the convolutions
+// differ. The step is forward, then every parameter's gradient (no input gradient), as seednet trains; the optimizer
+// update is left out: it is the same for all and weights that stay put keep the relu patterns, and so the work,
+// identical across iterations.
 //
 //   convjit_seed_bench [--threads=N] [Google Benchmark flags]
 //
-// seed_step/<variant>: steady state. generic is a Runtime without a backend; auto is the process
+// seed_step/<variant>/<batch>: steady state. generic is a Runtime without a backend; auto is the process
 // policy (CONVJIT_BACKEND etc.) after its hot threshold and compiles; llvm the same with the LLVM
 // backend; onednn is plain NCHW oneDNN.
 // seed_first_step/<variant>: a fresh Runtime (or fresh oneDNN primitives) each iteration, timed
@@ -29,8 +29,6 @@
 
 namespace {
 
-constexpr int64_t kBatch = 32;
-
 // Multiply-adds of one image's forward pass through the six convolutions, times two for FLOPs.
 int64_t forward_flops_per_image() {
   seednet::SeedNetwork shape_only(1, 1, nullptr);
@@ -43,11 +41,11 @@ int64_t forward_flops_per_image() {
 }
 
 // Forward, backward filter of all six layers, backward data of layers 2-6.
-int64_t training_step_flops() {
+int64_t training_step_flops(int64_t batch) {
   seednet::SeedNetwork shape_only(1, 1, nullptr);
   const convjit::ConvDims& first = shape_only.layer(0).dims;
   const int64_t first_layer = 2 * first.output_elements() * first.in_channels * 9;
-  return kBatch * (3 * forward_flops_per_image() - first_layer);
+  return batch * (3 * forward_flops_per_image() - first_layer);
 }
 
 using OpsFactory = std::function<std::unique_ptr<seednet::ConvOps>(std::unique_ptr<convjit::Runtime>&)>;
@@ -73,16 +71,17 @@ void bm_seed_step(benchmark::State& st, OpsFactory make) {
     st.SkipWithError("not built with this library");
     return;
   }
-  seednet::SeedNetwork net(kBatch, 1, ops.get());
-  const seednet::Batch b = seednet::random_batch(kBatch, 7);
+  const int64_t batch = st.range(0);
+  seednet::SeedNetwork net(batch, 1, ops.get());
+  const seednet::Batch b = seednet::random_batch(batch, 7);
   const int64_t warm = runtime ? std::max<int64_t>(2, runtime->policy().hot_threshold + 1) : 2;
   for (int64_t i = 0; i < warm; ++i) step(net, b);
   if (runtime) runtime->wait_for_compiles();
   step(net, b);
   for (auto _ : st) step(net, b);
-  st.SetItemsProcessed(st.iterations() * kBatch);  // images/s
-  st.counters["GFLOP/s"] =
-      benchmark::Counter(double(training_step_flops()) * double(st.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+  st.SetItemsProcessed(st.iterations() * batch);  // images/s
+  st.counters["GFLOP/s"] = benchmark::Counter(double(training_step_flops(batch)) * double(st.iterations()) * 1e-9,
+                                              benchmark::Counter::kIsRate);
   if (runtime) {
     int64_t jit_calls = 0, all_calls = 0;
     for (const convjit::ConfigStats& c : runtime->stats().configurations) {
@@ -149,7 +148,9 @@ int main(int argc, char** argv) {
       {"onednn", [](auto&) { return convjit_bench::make_onednn_seed_ops(); }},
   };
   for (const auto& [name, make] : factories) {
-    benchmark::RegisterBenchmark((std::string("seed_step/") + name).c_str(), bm_seed_step, make);
+    benchmark::RegisterBenchmark((std::string("seed_step/") + name).c_str(), bm_seed_step, make)
+        ->Arg(seednet::kDesignBatch)
+        ->Arg(32);
     benchmark::RegisterBenchmark((std::string("seed_first_step/") + name).c_str(), bm_seed_first_step, make)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
@@ -160,8 +161,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&bargc, rest.data());
   if (benchmark::ReportUnrecognizedArguments(bargc, rest.data())) return 2;
   benchmark::AddCustomContext("convjit_bench_threads", std::to_string(threads));
-  benchmark::AddCustomContext("batch", std::to_string(kBatch));
-  benchmark::AddCustomContext("step_gflop", std::to_string(double(training_step_flops()) * 1e-9));
+  benchmark::AddCustomContext("step_gflop_per_image", std::to_string(double(training_step_flops(1)) * 1e-9));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

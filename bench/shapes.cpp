@@ -205,4 +205,15 @@ uint64_t seed_of(const std::string& text) {
   return h;
 }
 
+bool same_dims(const convjit::ConvDims& a, const convjit::ConvDims& b) {
+  if (a.rank != b.rank || a.layout != b.layout || a.mode != b.mode || a.batch != b.batch ||
+      a.in_channels != b.in_channels || a.out_channels != b.out_channels || a.groups != b.groups)
+    return false;
+  for (int i = 0; i < a.rank; ++i)
+    if (a.in_size[i] != b.in_size[i] || a.kernel[i] != b.kernel[i] || a.stride[i] != b.stride[i] ||
+        a.dilation[i] != b.dilation[i] || a.pad_begin[i] != b.pad_begin[i] || a.pad_end[i] != b.pad_end[i])
+      return false;
+  return true;
+}
+
 }  // namespace convjit_bench

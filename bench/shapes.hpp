@@ -96,5 +96,7 @@ class Buffer {
 // Uniform in [-1, 1), deterministic in `seed`.
 void fill_random(Buffer& b, uint64_t seed);
 uint64_t seed_of(const std::string& text);
+// Every field that makes a problem (entries beyond rank ignored).
+bool same_dims(const convjit::ConvDims& a, const convjit::ConvDims& b);
 
 }  // namespace convjit_bench

@@ -405,24 +405,25 @@ def print_first_call(run):
 
 
 def print_seed_training(run):
-    """convjit_seed_bench: one training step of the seed network per variant, and its first step."""
-    steps = {name[1]: e for name, e in run["data"].items() if len(name) == 2 and name[0] == "seed_step"}
+    """convjit_seed_bench: one training step of the seed network per variant and batch, and its first step."""
+    steps = {(name[1], name[2]): e for name, e in run["data"].items() if len(name) == 3 and name[0] == "seed_step"}
     if not steps:
         return
     t = run["threads"]
-    print(f"### Seed network training step (batch 32: forward, every parameter's gradient), {t} thread"
+    print(f"### Seed network training step (forward, every parameter's gradient), {t} thread"
           f"{'s' if t != 1 else ''}, medians\n")
-    print("| variant | ms per step | images/s | conv GFLOP/s | vs generic | vs oneDNN |")
-    print("|---|--:|--:|--:|--:|--:|")
-    base, dnnl = steps.get("generic"), steps.get("onednn")
-    for variant in ("generic", "auto", "llvm", "onednn"):
-        e = steps.get(variant)
-        if not e:
-            continue
-        ms = seconds(e) * 1e3
-        print(f"| {variant} | {fmt(ms)} | {fmt(e.get('items_per_second'))} | {fmt(e.get('GFLOP/s'))} | "
-              f"{fmt_ratio(ratio(seconds(base), seconds(e)) if base else None)} | "
-              f"{fmt_ratio(ratio(seconds(dnnl), seconds(e)) if dnnl else None)} |")
+    print("| batch | variant | µs per step | images/s | conv GFLOP/s | vs generic | vs oneDNN |")
+    print("|--:|---|--:|--:|--:|--:|--:|")
+    for batch in sorted({b for _, b in steps}, key=int):
+        base, dnnl = steps.get(("generic", batch)), steps.get(("onednn", batch))
+        for variant in ("generic", "auto", "llvm", "onednn"):
+            e = steps.get((variant, batch))
+            if not e:
+                continue
+            print(f"| {batch} | {variant} | {fmt(seconds(e) * 1e6)} | {fmt(e.get('items_per_second'))} | "
+                  f"{fmt(e.get('GFLOP/s'))} | "
+                  f"{fmt_ratio(ratio(seconds(base), seconds(e)) if base else None)} | "
+                  f"{fmt_ratio(ratio(seconds(dnnl), seconds(e)) if dnnl else None)} |")
     firsts = {name[1]: e for name, e in run["data"].items() if len(name) == 2 and name[0] == "seed_first_step"}
     if firsts:
         print("\n| variant | first forward ms | first gradient ms |")
@@ -432,6 +433,73 @@ def print_seed_training(run):
         print("\nfirst step: a fresh runtime (oneDNN: fresh primitives, its primitive cache off) and the "
               "design's batch of 5, timed to the first loss and to the first gradient (forward included).")
     print()
+
+
+def print_backward(run, op, title):
+    """Backward data or filter: GFLOP/s per method, auto over oneDNN's backward primitive per layout."""
+    shapes = []
+    for name in list(run["data"]) + list(run["errors"]):
+        if len(name) >= 2 and name[0] == op and name[1] not in shapes:
+            shapes.append(name[1])
+    if not shapes:
+        return
+    methods = [(("nchw", "generic"), "generic nchw"), (("nhwc", "generic"), "generic nhwc"),
+               (("nchw", "auto"), "auto nchw"), (("nhwc", "auto"), "auto nhwc"),
+               (("nchw", "im2col_openblas"), "im2col+OpenBLAS"),
+               (("nchw", "onednn_any"), "oneDNN nchw"), (("nhwc", "onednn_any"), "oneDNN nhwc")]
+    t = run["threads"]
+    print(f"### {title}, {t} thread{'s' if t != 1 else ''}: GFLOP/s (medians)\n")
+    head = ["shape"] + [m for _, m in methods] + ["auto/oneDNN nchw", "auto/oneDNN nhwc"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|")
+    ratios = {"nchw": [], "nhwc": []}
+    for shape in shapes:
+        g = {}
+        for key, _ in methods:
+            e = run["data"].get((op, shape) + key)
+            g[key] = e.get("GFLOP/s") if e else None
+        cells = [shape] + [fmt(g[k]) for k, _ in methods]
+        for lay in ("nchw", "nhwc"):
+            r = ratio(g[(lay, "auto")], g[(lay, "onednn_any")])
+            if r:
+                ratios[lay].append(r)
+            cells.append(fmt_ratio(r))
+        print("| " + " | ".join(cells) + " |")
+    print("| **geomean** | " + " | ".join([""] * len(methods)) + " | " +
+          f"{fmt_ratio(geomean(ratios['nchw']))} | {fmt_ratio(geomean(ratios['nhwc']))} |")
+    low = {lay: min(v) if v else None for lay, v in ratios.items()}
+    print(f"\nauto: the default runtime in steady state; oneDNN: its backward primitive, format any, reorders "
+          f"excluded. Lowest ratio: nchw {fmt_ratio(low['nchw'])}, nhwc {fmt_ratio(low['nhwc'])}.\n")
+
+
+def print_pool_bound(run):
+    """Pooling forward and backward against oneDNN in the same layout and the copy bound of the same bytes."""
+    shapes = []
+    for name in run["data"]:
+        if len(name) >= 2 and name[0] in ("pool_fwd", "pool_bwd") and name[1] not in shapes:
+            shapes.append(name[1])
+    if not any(("pool_bwd", s, "any", "copy") in run["data"] for s in shapes):
+        return
+    t = run["threads"]
+    print(f"### Pooling against the bandwidth bound, {t} thread{'s' if t != 1 else ''}: µs per call\n")
+    print("| op | shape | copy of the bytes | generic nchw | generic nhwc | oneDNN nchw | oneDNN nhwc | "
+          "copy/generic nchw | copy/generic nhwc | generic/oneDNN nchw | generic/oneDNN nhwc |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for op in ("pool_fwd", "pool_bwd"):
+        for shape in shapes:
+            us = {}
+            for key in (("any", "copy"), ("nchw", "generic"), ("nhwc", "generic"), ("nchw", "onednn_plain"),
+                        ("nhwc", "onednn_plain")):
+                e = run["data"].get((op, shape) + key)
+                us[key] = seconds(e) * 1e6 if e else None
+            copy = us[("any", "copy")]
+            cells = [op, shape] + [fmt(v) for v in us.values()]
+            cells += [fmt_ratio(ratio(copy, us[(lay, "generic")])) for lay in ("nchw", "nhwc")]
+            cells += [fmt_ratio(ratio(us[(lay, "onednn_plain")], us[(lay, "generic")])) for lay in ("nchw", "nhwc")]
+            print("| " + " | ".join(cells) + " |")
+    print("\ncopy: one memcpy moving the bytes the op must read and write (forward x and y; mean backward dy "
+          "and dx; max backward also x and y). copy/generic ≥ 0.83 is within 1.2× of the bound; generic/oneDNN "
+          "> 1 is convjit faster.\n")
 
 
 def print_pool(run):
@@ -563,6 +631,9 @@ def main():
             print_isa_targets(run, rows, runs)
         print_first_call(run)
         print_pool(run)
+        print_pool_bound(run)
+        print_backward(run, "conv_bwd_data", "Conv backward data")
+        print_backward(run, "conv_bwd_filter", "Conv backward filter")
         print_seed_training(run)
     print_scaling(runs, shapes_meta)
     return 0

@@ -32,7 +32,7 @@ class ConvjitOps final : public ConvOps {
     runtime_.conv_forward(dims, x, w, b, convjit::Activation::Relu, y);
   }
   void backward_filter(int, const convjit::ConvDims& dims, const float* x, const float* dy, float* dw) override {
-    convjit::conv_backward_filter(dims, x, dy, dw);
+    runtime_.conv_backward_filter(dims, x, dy, dw);
   }
   void backward_data(int, const convjit::ConvDims& dims, const float* dy, const float* w, float* dx) override {
     runtime_.conv_backward_data(dims, dy, w, dx);

@@ -13,6 +13,15 @@
 
 namespace convjit::detail {
 
+bool backward_filter_runs_direct(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  return avx2::backward_filter_direct_supported(g);
+#else
+  (void)g;
+  return false;
+#endif
+}
+
 void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
 #if defined(__x86_64__)
   if (avx2::backward_filter_direct_supported(g)) {

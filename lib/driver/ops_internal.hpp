@@ -9,6 +9,9 @@ namespace convjit::detail {
 
 void run_conv_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, float* dx);
 void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw);
+// Whether backward filter of g runs on the direct kernel (NCHW with few channels per group), not
+// on the register tile over packed patches.
+bool backward_filter_runs_direct(const ConvGeometry& g);
 
 void run_pool_forward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, float* y);
 // x and y are read by Max and LpNorm only.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "conv_forward.hpp"
+#include "ops_internal.hpp"
 #include "threads.hpp"
 
 namespace convjit::detail {
@@ -104,6 +105,27 @@ NchwCopies copy_to_nchw(const ConvGeometry& g, const convjit_conv_params& params
 
 void copy_output_to_nhwc(const ConvGeometry& g, const NchwCopies& copies, float* y, int threads) {
   transpose_images(g.batch, g.out_pixels(), g.out_channels, copies.y, y, false, threads);
+}
+
+bool nhwc_backward_filter_runs_as_nchw(const ConvGeometry& g, const convjit_conv_params& params) {
+  const int64_t copied = g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels()) +
+                         g.out_channels * g.reduction;
+  return g.layout == CONVJIT_NHWC && copied <= kMaxCopiedFloats && backward_filter_runs_direct(nchw_twin(params));
+}
+
+void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
+                             const float* dy, float* dw) {
+  const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();
+  const int64_t x_floats = g.batch * g.in_channels * in_pixels, dy_floats = g.batch * g.out_channels * out_pixels;
+  float* copies = thread_layout_copies(size_t(x_floats + dy_floats + g.out_channels * g.reduction));
+  float* x_nchw = copies;
+  float* dy_nchw = x_nchw + x_floats;
+  float* dw_oihw = dy_nchw + dy_floats;
+  transpose_images(g.batch, in_pixels, g.in_channels, x, x_nchw, true, threads);
+  transpose_images(g.batch, out_pixels, g.out_channels, dy, dy_nchw, true, threads);
+  run_conv_backward_filter(nchw_twin(params), threads, x_nchw, dy_nchw, dw_oihw);
+  // Per output channel: [ic][tap] (OIHW) -> [tap][ic] (OHWI).
+  transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_oihw, dw, false, 1);
 }
 
 }  // namespace convjit::detail

@@ -27,4 +27,11 @@ NchwCopies copy_to_nchw(const ConvGeometry& g, const convjit_conv_params& params
                         int threads);
 void copy_output_to_nhwc(const ConvGeometry& g, const NchwCopies& copies, float* y, int threads);
 
+// Backward filter the same way: an NHWC problem whose NCHW twin runs on the direct kernel (few
+// channels per group, depthwise: the register tile over NHWC patches reaches 1-7 GFLOP/s there)
+// runs as the twin on NCHW copies of x and dy, and its OIHW dw is transposed back to OHWI.
+bool nhwc_backward_filter_runs_as_nchw(const ConvGeometry& g, const convjit_conv_params& params);
+void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
+                             const float* dy, float* dw);
+
 }  // namespace convjit::detail

@@ -172,8 +172,14 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
                                                    float* dw) {
   detail::ConvGeometry g;
   CONVJIT_RETURN_IF_ERROR(detail::validate_conv_backward_filter(params, x, dy, dw, &g));
-  run_on_tier0(detail::conv_configuration(CONVJIT_OP_CONV_BACKWARD_FILTER, *params),
-               [&](int threads) { detail::run_conv_backward_filter(g, threads, x, dy, dw); });
+  const bool as_nchw = detail::nhwc_backward_filter_runs_as_nchw(g, *params);
+  run_on_tier0(detail::conv_configuration(CONVJIT_OP_CONV_BACKWARD_FILTER, *params), [&](int threads) {
+    if (as_nchw) {
+      detail::backward_filter_as_nchw(g, *params, threads, x, dy, dw);
+    } else {
+      detail::run_conv_backward_filter(g, threads, x, dy, dw);
+    }
+  });
   return detail::Status::success();
 }
 
