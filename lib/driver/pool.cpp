@@ -10,7 +10,8 @@
 
 #include "geometry.hpp"
 #include "ops_internal.hpp"
-#include "steps.hpp"
+#include "pool_nhwc.hpp"
+#include "pool_window.hpp"
 #include "threads.hpp"
 
 namespace convjit::detail {
@@ -18,38 +19,8 @@ namespace {
 
 // Channels a task walks together: each output pixel's window is clipped once for all of them. In
 // NCHW they are planes apart, so fewer: their window rows must stay in L1 between pixels.
-constexpr int64_t kNhwcChannelBlock = 64;
+constexpr int64_t kNhwcChannelBlock = kNhwcPoolChannelBlock;
 constexpr int64_t kNchwChannelBlock = 16;
-
-// The real taps of one output pixel: index t of dim d is real for t in [lo[d], hi[d]).
-struct Window {
-  int64_t origin[3];  // input coordinate of tap 0
-  int64_t lo[3], hi[3];
-  int64_t real_taps() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
-};
-
-Window clip_window(const PoolGeometry& g, const int64_t o[3]) {
-  Window win;
-  for (int d = 0; d < 3; ++d) {
-    win.origin[d] = o[d] * g.stride[d] - g.pad_begin[d];
-    const StepRange inside = steps_inside(win.origin[d], g.dilation[d], g.in[d], g.window[d]);
-    win.lo[d] = inside.lo;
-    win.hi[d] = inside.hi;
-  }
-  return win;
-}
-
-// Calls tap(offset of the tap's element in the image's first channel) in row-major order.
-template <typename Tap>
-void for_each_tap(const PoolGeometry& g, const Window& win, Tap&& tap) {
-  for (int64_t a = win.lo[0]; a < win.hi[0]; ++a) {
-    const int64_t plane = (win.origin[0] + a * g.dilation[0]) * g.x.spatial[0];
-    for (int64_t b = win.lo[1]; b < win.hi[1]; ++b) {
-      const int64_t row = plane + (win.origin[1] + b * g.dilation[1]) * g.x.spatial[1];
-      for (int64_t c = win.lo[2]; c < win.hi[2]; ++c) tap(row + (win.origin[2] + c * g.dilation[2]) * g.x.spatial[2]);
-    }
-  }
-}
 
 struct ChannelBlocks {
   int64_t size, count;
@@ -60,7 +31,33 @@ ChannelBlocks channel_blocks(const PoolGeometry& g) {
   return {size, (g.channels + size - 1) / size};
 }
 
-// Runs body(n, c0, c1, output pixel index, o[3]) for every output pixel of every task.
+// The ISA kernels of NHWC max and mean pooling (pool_nhwc.hpp), or null: the widest the host has.
+using NhwcForward = void (*)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t, int64_t);
+using NhwcBackward = void (*)(const PoolGeometry&, PoolOp, const float*, const float*, const float*, float*, int64_t,
+                              int64_t, int64_t);
+
+NhwcForward nhwc_forward_kernel(const PoolGeometry& g, PoolOp op) {
+#if defined(__x86_64__)
+  if (avx512::pool_nhwc_supported(g, op)) return avx512::pool_nhwc_forward;
+  if (avx2::pool_nhwc_supported(g, op)) return avx2::pool_nhwc_forward;
+#endif
+  (void)g;
+  (void)op;
+  return nullptr;
+}
+
+NhwcBackward nhwc_backward_kernel(const PoolGeometry& g, PoolOp op) {
+#if defined(__x86_64__)
+  if (avx512::pool_nhwc_supported(g, op)) return avx512::pool_nhwc_backward;
+  if (avx2::pool_nhwc_supported(g, op)) return avx2::pool_nhwc_backward;
+#endif
+  (void)g;
+  (void)op;
+  return nullptr;
+}
+
+// Per task: body.begin(n, c0, c1), then body.whole_task(n, c0, c1) (true: an ISA kernel ran the
+// task), else body.pixel(n, c0, c1, y offset, window) for every output pixel.
 template <typename Body>
 void for_each_output(const PoolGeometry& g, int threads, Body&& body) {
   const ChannelBlocks blocks = channel_blocks(g);
@@ -70,6 +67,7 @@ void for_each_output(const PoolGeometry& g, int threads, Body&& body) {
     const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
     const int64_t c1 = std::min(g.channels, c0 + blocks.size);
     body.begin(n, c0, c1);
+    if (body.whole_task(n, c0, c1)) return;
     int64_t o[3];
     for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
       for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
@@ -117,6 +115,12 @@ struct ForwardBody {
   float p;
   const float* x;
   float* y;
+  NhwcForward nhwc = nhwc_forward_kernel(g, Op);
+
+  bool whole_task(int64_t n, int64_t c0, int64_t c1) {
+    if (nhwc) nhwc(g, Op, x, y, n, c0, c1);
+    return nhwc != nullptr;
+  }
 
   float divisor(const Window& win) const {
     return float(g.exclude_padding ? win.real_taps() : g.window[0] * g.window[1] * g.window[2]);
@@ -221,6 +225,12 @@ struct BackwardBody {
   float p;
   const float *x, *y, *dy;
   float* dx;
+  NhwcBackward nhwc = nhwc_backward_kernel(g, op);
+
+  bool whole_task(int64_t n, int64_t c0, int64_t c1) {
+    if (nhwc) nhwc(g, op, x, y, dy, dx, n, c0, c1);
+    return nhwc != nullptr;
+  }
 
   void begin(int64_t n, int64_t c0, int64_t c1) {  // this task's dx block starts at zero
     float* image = dx + n * g.x.batch;

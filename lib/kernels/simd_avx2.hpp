@@ -44,6 +44,18 @@ struct Avx2Floats {
     const __m256 even = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
   }
+  static Vec set1(float v) { return _mm256_set1_ps(v); }
+  static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
+  // (v > acc) ? v : acc, lane by lane: a running maximum that NaN never enters and whose first of
+  // equal values (+0 and -0) stays.
+  static Vec max_so_far(Vec acc, Vec v) { return _mm256_max_ps(v, acc); }
+  static Mask is_number(Vec v) { return _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q)); }
+  static Mask equal(Vec a, Vec b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)); }
+  static Mask either(Mask a, Mask b) { return _mm256_or_si256(a, b); }
+  static Mask first_not_second(Mask a, Mask b) { return _mm256_andnot_si256(b, a); }
+  static Vec select(Mask m, Vec a, Vec b) { return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m)); }  // m ? a : b
+  // a + b in the lanes of m, a (untouched, even -0) in the others.
+  static Vec add_where(Mask m, Vec a, Vec b) { return select(m, _mm256_add_ps(a, b), a); }
   static void leave() { _mm256_zeroupper(); }  // before returning to SSE code
 };
 

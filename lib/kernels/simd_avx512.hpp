@@ -42,6 +42,18 @@ struct Avx512Floats {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return _mm512_permutex2var_ps(a, even, b);
   }
+  static Vec set1(float v) { return _mm512_set1_ps(v); }
+  static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
+  // (v > acc) ? v : acc, lane by lane: a running maximum that NaN never enters and whose first of
+  // equal values (+0 and -0) stays.
+  static Vec max_so_far(Vec acc, Vec v) { return _mm512_maskz_max_ps(all_lanes(), v, acc); }
+  static Mask is_number(Vec v) { return _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q); }
+  static Mask equal(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+  static Mask either(Mask a, Mask b) { return Mask(a | b); }
+  static Mask first_not_second(Mask a, Mask b) { return Mask(a & ~b); }
+  static Vec select(Mask m, Vec a, Vec b) { return _mm512_mask_blend_ps(m, b, a); }  // m ? a : b
+  // a + b in the lanes of m, a (untouched, even -0) in the others.
+  static Vec add_where(Mask m, Vec a, Vec b) { return _mm512_mask_add_ps(a, m, a, b); }
   static void leave() { _mm256_zeroupper(); }  // before returning to SSE code
 };
 

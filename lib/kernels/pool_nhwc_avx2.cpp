@@ -1,0 +1,20 @@
+#include "kernel_isa.hpp"
+#include "pool_nhwc_impl.hpp"
+#include "simd_avx2.hpp"
+
+namespace convjit::detail::avx2 {
+
+bool pool_nhwc_supported(const PoolGeometry& g, PoolOp op) {
+  return g.layout == Layout::NHWC && op != PoolOp::LpNorm && jit::host_has(jit::Isa::Avx2Fma);
+}
+
+void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1) {
+  run_pool_nhwc_forward<Avx2Floats>(g, op, x, y, n, c0, c1);
+}
+
+void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy, float* dx,
+                        int64_t n, int64_t c0, int64_t c1) {
+  run_pool_nhwc_backward<Avx2Floats>(g, op, x, y, dy, dx, n, c0, c1);
+}
+
+}  // namespace convjit::detail::avx2

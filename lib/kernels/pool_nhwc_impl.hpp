@@ -1,0 +1,164 @@
+// pool_nhwc.hpp's kernels over a vector type F (simd_avx2.hpp, simd_avx512.hpp). Include only
+// from files compiled for F's ISA; everything here has internal linkage.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "pool_nhwc.hpp"
+#include "pool_window.hpp"
+
+namespace convjit::detail {
+namespace {
+
+// Vectors of channels a pixel's taps are walked with at once.
+constexpr int kPoolVectors = 4;
+
+// Channels [c, c + Vecs * kLanes) of one output pixel (the last vector's lanes `tail`).
+template <typename F, bool Max, int Vecs>
+inline __attribute__((always_inline)) void forward_channels(const PoolGeometry& g, const Window& win,
+                                                            const float* image, float* out, int64_t c,
+                                                            typename F::Mask tail, float divisor) {
+  typename F::Vec acc[Vecs];
+  typename F::Mask seen[Vecs];
+  for (int v = 0; v < Vecs; ++v) {
+    acc[v] = Max ? F::set1(-INFINITY) : F::zero();
+    seen[v] = F::no_lanes();
+  }
+  for_each_tap(g, win, [&](int64_t offset) {
+    const float* at = image + offset + c;
+    for (int v = 0; v < Vecs; ++v) {
+      const typename F::Vec value = v == Vecs - 1 ? F::load(at + v * F::kLanes, tail) : F::load(at + v * F::kLanes);
+      if constexpr (Max) {
+        acc[v] = F::max_so_far(acc[v], value);
+        seen[v] = F::either(seen[v], F::is_number(value));
+      } else {
+        acc[v] = F::add(acc[v], value);
+      }
+    }
+  });
+  const bool any_tap = win.real_taps() > 0;
+  for (int v = 0; v < Vecs; ++v) {
+    typename F::Vec result;
+    if constexpr (Max) {
+      result = any_tap ? F::select(seen[v], acc[v], F::set1(NAN)) : F::set1(-FLT_MAX);
+    } else {
+      result = any_tap ? F::div(acc[v], F::set1(divisor)) : F::zero();
+    }
+    if (v == Vecs - 1) {
+      F::store(out + c + v * F::kLanes, result, tail);
+    } else {
+      F::store(out + c + v * F::kLanes, result);
+    }
+  }
+}
+
+// Runs body(vectors, c, tail) over [c0, c1) (vectors: an integral_constant): blocks of
+// kPoolVectors vectors, the last block as many as are left, its last vector with its lanes, so
+// each pixel's taps are walked once per block.
+template <typename F, typename Body>
+inline __attribute__((always_inline)) void over_channels(int64_t c0, int64_t c1, Body&& body) {
+  constexpr int64_t kBlock = kPoolVectors * F::kLanes;
+  int64_t c = c0;
+  for (; c + kBlock <= c1; c += kBlock) body(std::integral_constant<int, kPoolVectors>{}, c, F::all_lanes());
+  if (c == c1) return;
+  const int64_t left = c1 - c, vectors = (left + F::kLanes - 1) / F::kLanes;
+  const typename F::Mask tail = F::first_lanes(left - (vectors - 1) * F::kLanes);
+  static_assert(kPoolVectors == 4, "the cases below");
+  switch (vectors) {
+    case 1: return body(std::integral_constant<int, 1>{}, c, tail);
+    case 2: return body(std::integral_constant<int, 2>{}, c, tail);
+    case 3: return body(std::integral_constant<int, 3>{}, c, tail);
+    default: return body(std::integral_constant<int, 4>{}, c, tail);
+  }
+}
+
+template <typename F>
+void run_pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0,
+                           int64_t c1) {
+  const float* image = x + n * g.x.batch;
+  const float window_size = float(g.window[0] * g.window[1] * g.window[2]);
+  for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
+    const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
+    float* out = y + y_offset;
+    auto body = [&](auto vectors, int64_t c, typename F::Mask tail) {
+      constexpr int Vecs = decltype(vectors)::value;
+      if (op == PoolOp::Max) {
+        forward_channels<F, true, Vecs>(g, win, image, out, c, tail, divisor);
+      } else {
+        forward_channels<F, false, Vecs>(g, win, image, out, c, tail, divisor);
+      }
+    };
+    over_channels<F>(c0, c1, body);
+  });
+  F::leave();
+}
+
+// One output pixel's gradient into dx: max routes each lane's to the first tap whose x equals y,
+// mean adds grad / divisor to every real tap.
+template <typename F, bool Max, int Vecs>
+inline __attribute__((always_inline)) void backward_channels(const PoolGeometry& g, const Window& win,
+                                                             const float* x_image, const float* y_pixel,
+                                                             const float* dy_pixel, float* dx_image, int64_t c,
+                                                             typename F::Mask tail, float divisor) {
+  auto load = [&](const float* p, int v) { return v == Vecs - 1 ? F::load(p, tail) : F::load(p); };
+  auto store = [&](float* p, typename F::Vec value, int v) {
+    if (v == Vecs - 1) {
+      F::store(p, value, tail);
+    } else {
+      F::store(p, value);
+    }
+  };
+  typename F::Vec grad[Vecs], y_value[Vecs];
+  typename F::Mask routed[Vecs];
+  for (int v = 0; v < Vecs; ++v) {
+    grad[v] = load(dy_pixel + c + v * F::kLanes, v);
+    if constexpr (Max) {
+      y_value[v] = load(y_pixel + c + v * F::kLanes, v);
+      routed[v] = F::no_lanes();
+    } else {
+      grad[v] = divisor == 0 ? F::zero() : F::div(grad[v], F::set1(divisor));  // the share of each tap
+    }
+  }
+  for_each_tap(g, win, [&](int64_t offset) {
+    for (int v = 0; v < Vecs; ++v) {
+      float* at = dx_image + offset + c + v * F::kLanes;
+      if constexpr (Max) {
+        const typename F::Mask here =
+            F::first_not_second(F::equal(load(x_image + offset + c + v * F::kLanes, v), y_value[v]), routed[v]);
+        store(at, F::add_where(here, load(at, v), grad[v]), v);
+        routed[v] = F::either(routed[v], here);
+      } else {
+        store(at, F::add(load(at, v), grad[v]), v);
+      }
+    }
+  });
+}
+
+template <typename F>
+void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy,
+                            float* dx, int64_t n, int64_t c0, int64_t c1) {
+  const float window_size = float(g.window[0] * g.window[1] * g.window[2]);
+  for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
+    const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
+    const bool max = op == PoolOp::Max;
+    const float* x_image = max ? x + n * g.x.batch : nullptr;
+    const float* y_pixel = max ? y + y_offset : nullptr;
+    float* dx_image = dx + n * g.x.batch;
+    auto body = [&](auto vectors, int64_t c, typename F::Mask tail) {
+      constexpr int Vecs = decltype(vectors)::value;
+      if (max) {
+        backward_channels<F, true, Vecs>(g, win, x_image, y_pixel, dy + y_offset, dx_image, c, tail, divisor);
+      } else {
+        backward_channels<F, false, Vecs>(g, win, x_image, y_pixel, dy + y_offset, dx_image, c, tail, divisor);
+      }
+    };
+    over_channels<F>(c0, c1, body);
+  });
+  F::leave();
+}
+
+}  // namespace
+}  // namespace convjit::detail

@@ -1,0 +1,63 @@
+// A pooling output's window clipped to the real input, and its taps in row-major order: the
+// order every pooling kernel visits them in (the results' numbers depend on it). Internal
+// linkage: included by the driver and by the ISA-specific kernels (lib/README.md).
+#pragma once
+
+#include <cstdint>
+
+#include "geometry.hpp"
+#include "steps.hpp"
+
+namespace convjit::detail {
+namespace {
+
+// NHWC tasks walk this many channels of an image: each output pixel's window is clipped once for
+// all of them.
+constexpr int64_t kNhwcPoolChannelBlock = 64;
+
+// The real taps of one output pixel: index t of dim d is real for t in [lo[d], hi[d]).
+struct Window {
+  int64_t origin[3];  // input coordinate of tap 0
+  int64_t lo[3], hi[3];
+  int64_t real_taps() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
+};
+
+inline Window clip_window(const PoolGeometry& g, const int64_t o[3]) {
+  Window win;
+  for (int d = 0; d < 3; ++d) {
+    win.origin[d] = o[d] * g.stride[d] - g.pad_begin[d];
+    const StepRange inside = steps_inside(win.origin[d], g.dilation[d], g.in[d], g.window[d]);
+    win.lo[d] = inside.lo;
+    win.hi[d] = inside.hi;
+  }
+  return win;
+}
+
+// Calls tap(offset of the tap's element in the image's first channel) in row-major order.
+template <typename Tap>
+inline void for_each_tap(const PoolGeometry& g, const Window& win, Tap&& tap) {
+  for (int64_t a = win.lo[0]; a < win.hi[0]; ++a) {
+    const int64_t plane = (win.origin[0] + a * g.dilation[0]) * g.x.spatial[0];
+    for (int64_t b = win.lo[1]; b < win.hi[1]; ++b) {
+      const int64_t row = plane + (win.origin[1] + b * g.dilation[1]) * g.x.spatial[1];
+      for (int64_t c = win.lo[2]; c < win.hi[2]; ++c) tap(row + (win.origin[2] + c * g.dilation[2]) * g.x.spatial[2]);
+    }
+  }
+}
+
+// Calls pixel(y offset of the pixel's first channel, its window) for every output pixel of one
+// image, in output order.
+template <typename Pixel>
+inline void for_each_output_pixel(const PoolGeometry& g, int64_t n, Pixel&& pixel) {
+  int64_t o[3];
+  for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
+    for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+      for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
+        pixel(n * g.y.batch + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1] + o[2] * g.y.spatial[2], clip_window(g, o));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace convjit::detail

@@ -1,0 +1,197 @@
+// lib/kernels/pool_nhwc: tier 0's NHWC max and mean pooling kernels, per ISA the host has, called
+// directly on random problems (ranks 1-3, channel counts around the vector and block sizes,
+// padding, stride, dilation, exclude_padding) with NaN, ties and signed zeros in x. Each must give
+// the bits of the pooling contract, computed here in float in its order (taps in row-major order
+// from -inf or 0; gradients added to dx in output order, max's to the first tap equal to y), and
+// be within the oracle's tolerance; the ISAs give the same bits.
+#include "pool_nhwc.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "geometry.hpp"
+#include "isa.hpp"
+#include "reference/reference.hpp"
+#include "support/compare.hpp"
+#include "support/random.hpp"
+#include "support/random_shapes.hpp"
+
+namespace convjit::testing {
+namespace {
+
+using detail::PoolGeometry;
+using detail::PoolOp;
+
+struct IsaKernels {
+  const char* name;
+  jit::Isa isa;
+  void (*forward)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t, int64_t);
+  void (*backward)(const PoolGeometry&, PoolOp, const float*, const float*, const float*, float*, int64_t, int64_t,
+                   int64_t);
+};
+
+const IsaKernels kIsas[] = {
+    {"avx2", jit::Isa::Avx2Fma, detail::avx2::pool_nhwc_forward, detail::avx2::pool_nhwc_backward},
+    {"avx512", jit::Isa::Avx512, detail::avx512::pool_nhwc_forward, detail::avx512::pool_nhwc_backward},
+};
+
+// Calls tap(x index, y index) for every output pixel and real tap, in output order then row-major
+// tap order, for one channel; pixel(y index, real taps) after each pixel's taps.
+void walk(const PoolDims& d, int64_t n, int64_t c, const std::function<void(int64_t, int64_t)>& tap,
+          const std::function<void(int64_t, int64_t)>& pixel) {
+  const Extent out = ref::pool_output_size(d);
+  auto lift = [&](const Extent& e, int64_t fill) {
+    Extent r{fill, fill, fill};
+    for (int i = 0; i < d.rank; ++i) r[size_t(3 - d.rank + i)] = e[size_t(i)];
+    return r;
+  };
+  const Extent in = lift(d.in_size, 1), o = lift(out, 1), k = lift(d.window, 1), dl = lift(d.dilation, 1),
+               pb = lift(d.pad_begin, 0);
+  Extent st = lift(d.stride, 1);
+  for (int i = 0; i < 3; ++i) {
+    if (st[size_t(i)] == 0) st[size_t(i)] = k[size_t(i)];
+  }
+  for (int64_t a = 0; a < o[0]; ++a)
+    for (int64_t b = 0; b < o[1]; ++b)
+      for (int64_t e = 0; e < o[2]; ++e) {
+        const int64_t yi = (((n * o[0] + a) * o[1] + b) * o[2] + e) * d.channels + c;
+        int64_t real = 0;
+        for (int64_t i = 0; i < k[0]; ++i)
+          for (int64_t j = 0; j < k[1]; ++j)
+            for (int64_t l = 0; l < k[2]; ++l) {
+              const int64_t p = a * st[0] - pb[0] + i * dl[0], q = b * st[1] - pb[1] + j * dl[1],
+                            r = e * st[2] - pb[2] + l * dl[2];
+              if (p < 0 || p >= in[0] || q < 0 || q >= in[1] || r < 0 || r >= in[2]) continue;
+              ++real;
+              tap((((n * in[0] + p) * in[1] + q) * in[2] + r) * d.channels + c, yi);
+            }
+        pixel(yi, real);
+      }
+}
+
+// The contract's bits, in float and in its order.
+std::vector<float> contract_forward(const PoolDims& d, PoolOp op, const std::vector<float>& x) {
+  std::vector<float> y(size_t(ref::pool_output_elements(d)));
+  int64_t window = 1;
+  for (int i = 0; i < d.rank; ++i) window *= d.window[size_t(i)];
+  for (int64_t n = 0; n < d.batch; ++n)
+    for (int64_t c = 0; c < d.channels; ++c) {
+      float acc = op == PoolOp::Max ? -INFINITY : 0.0f;
+      bool seen = false;
+      walk(
+          d, n, c,
+          [&](int64_t xi, int64_t) {
+            if (op == PoolOp::Max) {
+              acc = x[size_t(xi)] > acc ? x[size_t(xi)] : acc;
+              seen |= !std::isnan(x[size_t(xi)]);
+            } else {
+              acc += x[size_t(xi)];
+            }
+          },
+          [&](int64_t yi, int64_t real) {
+            const float divisor = float(d.exclude_padding ? real : window);
+            y[size_t(yi)] = op == PoolOp::Max ? (real == 0 ? -FLT_MAX
+                                                 : seen    ? acc
+                                                           : NAN)
+                                              : (real == 0 ? 0.0f : acc / divisor);
+            acc = op == PoolOp::Max ? -INFINITY : 0.0f;
+            seen = false;
+          });
+    }
+  return y;
+}
+
+std::vector<float> contract_backward(const PoolDims& d, PoolOp op, const std::vector<float>& x,
+                                     const std::vector<float>& y, const std::vector<float>& dy) {
+  std::vector<float> dx(x.size(), 0.0f);
+  int64_t window = 1;
+  for (int i = 0; i < d.rank; ++i) window *= d.window[size_t(i)];
+  for (int64_t n = 0; n < d.batch; ++n)
+    for (int64_t c = 0; c < d.channels; ++c) {
+      // Per pixel: its taps first (collected), then the pixel's gradient is routed or shared.
+      std::vector<int64_t> taps;
+      walk(
+          d, n, c, [&](int64_t xi, int64_t) { taps.push_back(xi); },
+          [&](int64_t yi, int64_t real) {
+            if (op == PoolOp::Max) {
+              for (int64_t xi : taps) {
+                if (x[size_t(xi)] == y[size_t(yi)]) {
+                  dx[size_t(xi)] += dy[size_t(yi)];
+                  break;
+                }
+              }
+            } else {
+              const int64_t divisor = d.exclude_padding ? real : window;
+              const float share = divisor == 0 ? 0.0f : dy[size_t(yi)] / float(divisor);
+              for (int64_t xi : taps) dx[size_t(xi)] += share;
+            }
+            taps.clear();
+          });
+    }
+  return dx;
+}
+
+std::vector<float> awkward_values(Rng& rng, int64_t n, bool ties) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) {
+    const double u = rng.uniform(0, 1);
+    f = ties ? float(rng.uniform_int(-2, 2)) : float(rng.uniform(-1, 1));
+    if (u < 0.08) f = NAN;
+    if (u >= 0.08 && u < 0.14) f = u < 0.11 ? -0.0f : 0.0f;
+  }
+  return v;
+}
+
+TEST(PoolNhwcKernels, EveryIsaGivesTheContractsBits) {
+  int ran = 0;
+  Rng rng(0x9001);
+  for (int i = 0; i < 90; ++i) {
+    ShapeLimits limits;
+    PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NHWC, limits);
+    d.channels = std::vector<int64_t>{1, 7, 16, 17, 33, 64, 65, 70}[size_t(i % 8)];
+    d.exclude_padding = i % 5 == 0;
+    detail::PoolGeometry g;
+    ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
+    const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), i % 2 == 1);
+    const std::vector<float> dy = random_floats(rng, ref::pool_output_elements(d));
+    for (PoolOp op : {PoolOp::Max, PoolOp::Mean}) {
+      const std::string context = std::string(op == PoolOp::Max ? "max " : "mean ") + describe(d);
+      const std::vector<float> y_want = contract_forward(d, op, x);
+      const std::vector<float> dx_want = contract_backward(d, op, x, y_want, dy);
+      for (const IsaKernels& k : kIsas) {
+        if (!jit::host_has(k.isa)) continue;
+        SCOPED_TRACE(std::string(k.name) + " " + context);
+        std::vector<float> y = nan_buffer(int64_t(y_want.size())), dx(x.size(), 0.0f);
+        for (int64_t n = 0; n < d.batch; ++n) {
+          for (int64_t c0 = 0; c0 < d.channels; c0 += 64) {  // the driver's tasks
+            const int64_t c1 = std::min<int64_t>(d.channels, c0 + 64);
+            k.forward(g, op, x.data(), y.data(), n, c0, c1);
+            k.backward(g, op, x.data(), y_want.data(), dy.data(), dx.data(), n, c0, c1);
+          }
+        }
+        EXPECT_TRUE(bitwise_equal("y", y, y_want, pool_output_shape(d), context));
+        EXPECT_TRUE(bitwise_equal("dx", dx, dx_want, pool_input_shape(d), context));
+        ++ran;
+      }
+      if (op == PoolOp::Mean) {  // and the contract is the oracle's, within tolerance
+        int64_t taps = 1;
+        for (int j = 0; j < d.rank; ++j) taps *= d.window[size_t(j)];
+        std::vector<float> finite = x;
+        for (float& v : finite) v = std::isnan(v) ? 0.5f : v;
+        EXPECT_TRUE(all_close("contract y", contract_forward(d, op, finite).data(),
+                              ref::meanpool_forward(d, finite.data()), pool_output_shape(d), taps, context));
+      }
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NHWC pooling kernel to test";
+  if (!jit::host_has(jit::Isa::Avx512)) std::printf("note: this host lacks AVX-512; its kernels were not run\n");
+}
+
+}  // namespace
+}  // namespace convjit::testing
