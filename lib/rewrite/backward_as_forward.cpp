@@ -1,5 +1,7 @@
 #include "backward_as_forward.hpp"
 
+#include <algorithm>
+
 namespace convjit::detail {
 
 bool backward_data_as_forward(const ConvGeometry& g, const convjit_conv_params& p, convjit_conv_params* forward) {
@@ -23,15 +25,27 @@ void transpose_weights(const ConvGeometry& g, const float* w, float* w_t) {
   // w: [group][oc][k] with k = (ic, tap) or (tap, ic); w_t: [group][ic][k'] with k' = (oc, tap)
   // or (tap, oc). Taps keep their index: the flip comes from the mode.
   const int64_t icg = g.ic_per_group, ocg = g.oc_per_group, taps = g.taps;
-  const bool nchw = g.layout == CONVJIT_NCHW;
   for (int64_t group = 0; group < g.groups; ++group) {
     const float* src = w + group * ocg * g.reduction;
     float* dst = w_t + group * icg * ocg * taps;
-    for (int64_t oc = 0; oc < ocg; ++oc) {
-      for (int64_t ic = 0; ic < icg; ++ic) {
-        for (int64_t t = 0; t < taps; ++t) {
-          const float v = src[oc * g.reduction + (nchw ? ic * taps + t : t * icg + ic)];
-          dst[ic * ocg * taps + (nchw ? oc * taps + t : t * ocg + oc)] = v;
+    if (g.layout == CONVJIT_NCHW) {  // runs of taps, contiguous on both sides
+      for (int64_t oc = 0; oc < ocg; ++oc) {
+        for (int64_t ic = 0; ic < icg; ++ic) {
+          for (int64_t t = 0; t < taps; ++t) dst[ic * ocg * taps + oc * taps + t] = src[oc * g.reduction + ic * taps + t];
+        }
+      }
+      continue;
+    }
+    // NHWC: per tap an [oc][ic] -> [ic][oc] transpose, in 16 x 16 tiles that stay in cache.
+    constexpr int64_t kTile = 16;
+    for (int64_t t = 0; t < taps; ++t) {
+      for (int64_t oc0 = 0; oc0 < ocg; oc0 += kTile) {
+        for (int64_t ic0 = 0; ic0 < icg; ic0 += kTile) {
+          for (int64_t oc = oc0; oc < std::min(ocg, oc0 + kTile); ++oc) {
+            for (int64_t ic = ic0; ic < std::min(icg, ic0 + kTile); ++ic) {
+              dst[ic * ocg * taps + t * ocg + oc] = src[oc * g.reduction + t * icg + ic];
+            }
+          }
         }
       }
     }

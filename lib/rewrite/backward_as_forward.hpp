@@ -9,8 +9,9 @@
 
 namespace convjit::detail {
 
-// Weights beyond this many floats are not transposed (the copy lives in a per-thread buffer).
-inline constexpr int64_t kMaxTransposedWeights = int64_t(1) << 18;
+// Weights beyond this many floats (16 MiB) are not transposed: the copy lives in a per-thread
+// buffer, kept for later calls, and costs a pass over the weights at every call.
+inline constexpr int64_t kMaxTransposedWeights = int64_t(1) << 22;
 
 // True when backward data of g can run as a forward convolution: fills *forward (the problem
 // whose input is dy and output dx) and says how many floats the transposed weights take.
