@@ -37,8 +37,14 @@ void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x
   const int64_t k_chunks = (k_panels + panels_per_task - 1) / panels_per_task;
   const int64_t oc_chunks = g.groups * k_chunks >= 2 * threads ? 1 : std::min<int64_t>(oc_blocks, 2 * threads);
   const int64_t oc_chunk = (oc_blocks + oc_chunks - 1) / oc_chunks * kTileRows;
-  const int64_t ow_tile = std::min<int64_t>(g.out[2], 512);
-  const size_t scratch_floats = size_t(panels_per_task * kTileCols * ow_tile);
+  // A gemm reduces over a chunk of an image's output pixels: whole rows (consecutive in dy and in
+  // the pixel order) up to kChunkPixels, or a piece of one longer row. One row per gemm left
+  // short rows (7, 14 pixels) loading and storing their dw block for every few FMAs.
+  constexpr int64_t kChunkPixels = 512;
+  const int64_t rows = g.out[0] * g.out[1];
+  const int64_t ow_tile = std::min<int64_t>(g.out[2], kChunkPixels);
+  const int64_t rows_per_chunk = std::max<int64_t>(1, kChunkPixels / g.out[2]);
+  const size_t scratch_floats = size_t(panels_per_task * kTileCols * rows_per_chunk * ow_tile);
 
   parallel_for(threads, g.groups * k_chunks * oc_chunks, g.flops(), [&](int64_t task) {
     const int64_t oc_chunk_index = task % oc_chunks, k_chunk = task / oc_chunks % k_chunks;
@@ -54,33 +60,40 @@ void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x
 
     for (int64_t n = 0; n < g.batch; ++n) {
       const float* x_group = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
-      for (int64_t od = 0; od < g.out[0]; ++od) {
-        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-          for (int64_t ow0 = 0; ow0 < g.out[2]; ow0 += ow_tile) {
-            const int64_t owc = std::min(ow_tile, g.out[2] - ow0);
-            // Panel p holds X(k0 + 16p .. +15, ow) as owc rows of 16; the k tail is zero-filled.
-            auto row_start = [&](int64_t k) { return packed + (k / kTileCols) * owc * kTileCols + k % kTileCols; };
+      for (int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+        const int64_t chunk_rows = std::min(rows_per_chunk, rows - r0);
+        for (int64_t ow0 = 0; ow0 < g.out[2]; ow0 += ow_tile) {
+          const int64_t owc = std::min(ow_tile, g.out[2] - ow0), pixels = chunk_rows * owc;
+          // Panel p holds X(k0 + 16p .. +15, pixel) as `pixels` rows of 16, the chunk's output rows
+          // one after another; the k tail is zero-filled.
+          for (int64_t q = 0; q < chunk_rows; ++q) {
+            const int64_t od = (r0 + q) / g.out[1], oh = (r0 + q) % g.out[1];
+            auto row_start = [&](int64_t k) {
+              return packed + (k / kTileCols) * pixels * kTileCols + q * owc * kTileCols + k % kTileCols;
+            };
             for_each_patch_row(g, x_group, od, oh, ow0, owc, k0, kc, [&](int64_t k, const PatchRow<const float>& row) {
               store_patch_row(row, owc, row_start(k), kTileCols * kTileCols, kTileCols);
             });
             for (int64_t k = kc; k < panels * kTileCols; ++k) {
               store_patch_row({nullptr, 0, 0, 0}, owc, row_start(k), kTileCols * kTileCols, kTileCols);
             }
-            const float* dy_row = dy + n * g.y.batch + (group * g.oc_per_group) * g.y.channel + od * g.y.spatial[0] +
-                                  oh * g.y.spatial[1] + ow0 * g.y.spatial[2];
-            GemmTile tile{};
-            tile.k = owc;
-            tile.a = dy_row + oc0 * g.y.channel;
-            tile.a_row_stride = g.y.channel;
-            tile.a_step = g.y.spatial[2];
-            tile.b = packed;
-            tile.c = dw_block + oc0 * g.reduction + k0;
-            tile.c_row_stride = g.reduction;
-            tile.c_col_stride = 1;
-            tile.accumulate = !first;
-            gemm_blocks(tile, oc1 - oc0, kc, owc * kTileCols);
-            first = false;
           }
+          // The chunk's pixels are consecutive in dy (dense rows): one step apart.
+          const float* dy_chunk = dy + n * g.y.batch + (group * g.oc_per_group) * g.y.channel +
+                                  (r0 / g.out[1]) * g.y.spatial[0] + (r0 % g.out[1]) * g.y.spatial[1] +
+                                  ow0 * g.y.spatial[2];
+          GemmTile tile{};
+          tile.k = pixels;
+          tile.a = dy_chunk + oc0 * g.y.channel;
+          tile.a_row_stride = g.y.channel;
+          tile.a_step = g.y.spatial[2];
+          tile.b = packed;
+          tile.c = dw_block + oc0 * g.reduction + k0;
+          tile.c_row_stride = g.reduction;
+          tile.c_col_stride = 1;
+          tile.accumulate = !first;
+          gemm_blocks(tile, oc1 - oc0, kc, pixels * kTileCols);
+          first = false;
         }
       }
     }
