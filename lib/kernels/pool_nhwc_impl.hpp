@@ -16,18 +16,55 @@ namespace {
 // Vectors of channels a pixel's taps are walked with at once.
 constexpr int kPoolVectors = 4;
 
+// A window's taps as offsets from its origin element, in row-major order, for the windows wholly
+// inside the input (no tap to clip); count < 0 when the window has more taps than are listed.
+struct TapList {
+  static constexpr int64_t kMaxTaps = 64;
+  int64_t count = -1;
+  int64_t offset[kMaxTaps];
+};
+
+inline TapList list_taps(const PoolGeometry& g) {
+  TapList list;
+  if (g.window[0] * g.window[1] * g.window[2] > TapList::kMaxTaps) return list;
+  list.count = 0;
+  for (int64_t a = 0; a < g.window[0]; ++a) {
+    for (int64_t b = 0; b < g.window[1]; ++b) {
+      for (int64_t c = 0; c < g.window[2]; ++c) {
+        list.offset[list.count++] =
+            a * g.dilation[0] * g.x.spatial[0] + b * g.dilation[1] * g.x.spatial[1] + c * g.dilation[2] * g.x.spatial[2];
+      }
+    }
+  }
+  return list;
+}
+
+// Calls tap(offset) for the real taps of win in row-major order: from the list when no tap is
+// clipped, else walking the clipped window.
+template <typename Tap>
+inline __attribute__((always_inline)) void for_each_real_tap(const PoolGeometry& g, const TapList& list,
+                                                             const Window& win, Tap&& tap) {
+  if (list.count >= 0 && win.real_taps() == g.window[0] * g.window[1] * g.window[2]) {
+    const int64_t origin =
+        win.origin[0] * g.x.spatial[0] + win.origin[1] * g.x.spatial[1] + win.origin[2] * g.x.spatial[2];
+    for (int64_t t = 0; t < list.count; ++t) tap(origin + list.offset[t]);
+    return;
+  }
+  for_each_tap(g, win, tap);
+}
+
 // Channels [c, c + Vecs * kLanes) of one output pixel (the last vector's lanes `tail`).
 template <typename F, bool Max, int Vecs>
-inline __attribute__((always_inline)) void forward_channels(const PoolGeometry& g, const Window& win,
-                                                            const float* image, float* out, int64_t c,
-                                                            typename F::Mask tail, float divisor) {
+inline __attribute__((always_inline)) void forward_channels(const PoolGeometry& g, const TapList& list,
+                                                            const Window& win, const float* image, float* out,
+                                                            int64_t c, typename F::Mask tail, float divisor) {
   typename F::Vec acc[Vecs];
   typename F::Mask seen[Vecs];
   for (int v = 0; v < Vecs; ++v) {
     acc[v] = Max ? F::set1(-INFINITY) : F::zero();
     seen[v] = F::no_lanes();
   }
-  for_each_tap(g, win, [&](int64_t offset) {
+  for_each_real_tap(g, list, win, [&](int64_t offset) {
     const float* at = image + offset + c;
     for (int v = 0; v < Vecs; ++v) {
       const typename F::Vec value = v == Vecs - 1 ? F::load(at + v * F::kLanes, tail) : F::load(at + v * F::kLanes);
@@ -79,6 +116,7 @@ template <typename F>
 void run_pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0,
                            int64_t c1) {
   const float* image = x + n * g.x.batch;
+  const TapList list = list_taps(g);
   const float window_size = float(g.window[0] * g.window[1] * g.window[2]);
   for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
     const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
@@ -86,9 +124,9 @@ void run_pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, flo
     auto body = [&](auto vectors, int64_t c, typename F::Mask tail) {
       constexpr int Vecs = decltype(vectors)::value;
       if (op == PoolOp::Max) {
-        forward_channels<F, true, Vecs>(g, win, image, out, c, tail, divisor);
+        forward_channels<F, true, Vecs>(g, list, win, image, out, c, tail, divisor);
       } else {
-        forward_channels<F, false, Vecs>(g, win, image, out, c, tail, divisor);
+        forward_channels<F, false, Vecs>(g, list, win, image, out, c, tail, divisor);
       }
     };
     over_channels<F>(c0, c1, body);
@@ -99,7 +137,8 @@ void run_pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, flo
 // One output pixel's gradient into dx: max routes each lane's to the first tap whose x equals y,
 // mean adds grad / divisor to every real tap.
 template <typename F, bool Max, int Vecs>
-inline __attribute__((always_inline)) void backward_channels(const PoolGeometry& g, const Window& win,
+inline __attribute__((always_inline)) void backward_channels(const PoolGeometry& g, const TapList& list,
+                                                             const Window& win,
                                                              const float* x_image, const float* y_pixel,
                                                              const float* dy_pixel, float* dx_image, int64_t c,
                                                              typename F::Mask tail, float divisor) {
@@ -122,7 +161,7 @@ inline __attribute__((always_inline)) void backward_channels(const PoolGeometry&
       grad[v] = divisor == 0 ? F::zero() : F::div(grad[v], F::set1(divisor));  // the share of each tap
     }
   }
-  for_each_tap(g, win, [&](int64_t offset) {
+  for_each_real_tap(g, list, win, [&](int64_t offset) {
     for (int v = 0; v < Vecs; ++v) {
       float* at = dx_image + offset + c + v * F::kLanes;
       if constexpr (Max) {
@@ -140,6 +179,7 @@ inline __attribute__((always_inline)) void backward_channels(const PoolGeometry&
 template <typename F>
 void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy,
                             float* dx, int64_t n, int64_t c0, int64_t c1) {
+  const TapList list = list_taps(g);
   const float window_size = float(g.window[0] * g.window[1] * g.window[2]);
   for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
     const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
@@ -150,9 +190,9 @@ void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, co
     auto body = [&](auto vectors, int64_t c, typename F::Mask tail) {
       constexpr int Vecs = decltype(vectors)::value;
       if (max) {
-        backward_channels<F, true, Vecs>(g, win, x_image, y_pixel, dy + y_offset, dx_image, c, tail, divisor);
+        backward_channels<F, true, Vecs>(g, list, win, x_image, y_pixel, dy + y_offset, dx_image, c, tail, divisor);
       } else {
-        backward_channels<F, false, Vecs>(g, win, x_image, y_pixel, dy + y_offset, dx_image, c, tail, divisor);
+        backward_channels<F, false, Vecs>(g, list, win, x_image, y_pixel, dy + y_offset, dx_image, c, tail, divisor);
       }
     };
     over_channels<F>(c0, c1, body);

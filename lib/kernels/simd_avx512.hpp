@@ -49,8 +49,8 @@ struct Avx512Floats {
   static Vec max_so_far(Vec acc, Vec v) { return _mm512_maskz_max_ps(all_lanes(), v, acc); }
   static Mask is_number(Vec v) { return _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q); }
   static Mask equal(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
-  static Mask either(Mask a, Mask b) { return Mask(a | b); }
-  static Mask first_not_second(Mask a, Mask b) { return Mask(a & ~b); }
+  static Mask either(Mask a, Mask b) { return _kor_mask16(a, b); }
+  static Mask first_not_second(Mask a, Mask b) { return _kandn_mask16(b, a); }
   static Vec select(Mask m, Vec a, Vec b) { return _mm512_mask_blend_ps(m, b, a); }  // m ? a : b
   // a + b in the lanes of m, a (untouched, even -0) in the others.
   static Vec add_where(Mask m, Vec a, Vec b) { return _mm512_mask_add_ps(a, m, a, b); }
