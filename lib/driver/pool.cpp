@@ -10,6 +10,7 @@
 
 #include "geometry.hpp"
 #include "ops_internal.hpp"
+#include "pool_nchw.hpp"
 #include "pool_nhwc.hpp"
 #include "pool_window.hpp"
 #include "threads.hpp"
@@ -54,6 +55,23 @@ NhwcBackward nhwc_backward_kernel(const PoolGeometry& g, PoolOp op) {
   (void)g;
   (void)op;
   return nullptr;
+}
+
+// The ISA kernel for the W-interior outputs of NCHW max and mean rows (pool_nchw.hpp), and the
+// multiple of outputs it takes; none: a null function.
+struct NchwInterior {
+  void (*run)(const PoolGeometry&, PoolOp, const float*, int64_t, int64_t, int64_t, int64_t, float*) = nullptr;
+  int64_t lanes = 1;
+};
+
+NchwInterior nchw_interior_kernel(const PoolGeometry& g, PoolOp op) {
+#if defined(__x86_64__)
+  if (avx512::pool_nchw_supported(g, op)) return {avx512::pool_nchw_interior, avx512::kPoolNchwLanes};
+  if (avx2::pool_nchw_supported(g, op)) return {avx2::pool_nchw_interior, avx2::kPoolNchwLanes};
+#endif
+  (void)g;
+  (void)op;
+  return {};
 }
 
 // Per task: body.begin(n, c0, c1), then body.whole_task(n, c0, c1) (true: an ISA kernel ran the
@@ -164,6 +182,7 @@ void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y
   int64_t interior_end = last_fit < 0 ? interior_begin : std::clamp(last_fit / s + 1, interior_begin, g.out[2]);
   if (interior_end - interior_begin < 8) interior_end = interior_begin;  // not a vector's worth: one by one
   const float* plane = x + n * g.x.batch + c * g.x.channel;
+  const NchwInterior vectors = nchw_interior_kernel(g, Op);
   int64_t o[3];
   for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
     for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
@@ -173,7 +192,13 @@ void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y
         body.pixel(n, c, c + 1, y_row - c * g.y.channel + ow, clip_window(g, o));
       };
       for (int64_t ow = 0; ow < interior_begin; ++ow) one_pixel(ow);
-      for (int64_t first = interior_begin; first < interior_end; first += kRun) {
+      int64_t interior = interior_begin;
+      if (vectors.run) {  // whole vectors of the interior in the ISA kernel, the rest below
+        const int64_t count = (interior_end - interior) / vectors.lanes * vectors.lanes;
+        if (count > 0) vectors.run(g, Op, plane, o[0], o[1], interior, count, y + y_row);
+        interior += count;
+      }
+      for (int64_t first = interior; first < interior_end; first += kRun) {
         const int64_t count = std::min(kRun, interior_end - first);
         o[2] = first;
         const Window win = clip_window(g, o);  // along W every tap is real: the same for the whole run

@@ -2,11 +2,10 @@
 // from files compiled for F's ISA; everything here has internal linkage.
 #pragma once
 
-#include <cfloat>
-#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
+#include "pool_lanes.hpp"
 #include "pool_nhwc.hpp"
 #include "pool_window.hpp"
 
@@ -31,8 +30,8 @@ inline TapList list_taps(const PoolGeometry& g) {
   for (int64_t a = 0; a < g.window[0]; ++a) {
     for (int64_t b = 0; b < g.window[1]; ++b) {
       for (int64_t c = 0; c < g.window[2]; ++c) {
-        list.offset[list.count++] =
-            a * g.dilation[0] * g.x.spatial[0] + b * g.dilation[1] * g.x.spatial[1] + c * g.dilation[2] * g.x.spatial[2];
+        list.offset[list.count++] = a * g.dilation[0] * g.x.spatial[0] + b * g.dilation[1] * g.x.spatial[1] +
+                                    c * g.dilation[2] * g.x.spatial[2];
       }
     }
   }
@@ -58,32 +57,17 @@ template <typename F, bool Max, int Vecs>
 inline __attribute__((always_inline)) void forward_channels(const PoolGeometry& g, const TapList& list,
                                                             const Window& win, const float* image, float* out,
                                                             int64_t c, typename F::Mask tail, float divisor) {
-  typename F::Vec acc[Vecs];
-  typename F::Mask seen[Vecs];
-  for (int v = 0; v < Vecs; ++v) {
-    acc[v] = Max ? F::set1(-INFINITY) : F::zero();
-    seen[v] = F::no_lanes();
-  }
+  PoolLanes<F, Max> lanes[Vecs];
   for_each_real_tap(g, list, win, [&](int64_t offset) {
     const float* at = image + offset + c;
     for (int v = 0; v < Vecs; ++v) {
       const typename F::Vec value = v == Vecs - 1 ? F::load(at + v * F::kLanes, tail) : F::load(at + v * F::kLanes);
-      if constexpr (Max) {
-        acc[v] = F::max_so_far(acc[v], value);
-        seen[v] = F::either(seen[v], F::is_number(value));
-      } else {
-        acc[v] = F::add(acc[v], value);
-      }
+      lanes[v].add(value);
     }
   });
   const bool any_tap = win.real_taps() > 0;
   for (int v = 0; v < Vecs; ++v) {
-    typename F::Vec result;
-    if constexpr (Max) {
-      result = any_tap ? F::select(seen[v], acc[v], F::set1(NAN)) : F::set1(-FLT_MAX);
-    } else {
-      result = any_tap ? F::div(acc[v], F::set1(divisor)) : F::zero();
-    }
+    const typename F::Vec result = lanes[v].result(any_tap, divisor);
     if (v == Vecs - 1) {
       F::store(out + c + v * F::kLanes, result, tail);
     } else {
@@ -138,10 +122,10 @@ void run_pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, flo
 // mean adds grad / divisor to every real tap.
 template <typename F, bool Max, int Vecs>
 inline __attribute__((always_inline)) void backward_channels(const PoolGeometry& g, const TapList& list,
-                                                             const Window& win,
-                                                             const float* x_image, const float* y_pixel,
-                                                             const float* dy_pixel, float* dx_image, int64_t c,
-                                                             typename F::Mask tail, float divisor) {
+                                                             const Window& win, const float* x_image,
+                                                             const float* y_pixel, const float* dy_pixel,
+                                                             float* dx_image, int64_t c, typename F::Mask tail,
+                                                             float divisor) {
   auto load = [&](const float* p, int v) { return v == Vecs - 1 ? F::load(p, tail) : F::load(p); };
   auto store = [&](float* p, typename F::Vec value, int v) {
     if (v == Vecs - 1) {

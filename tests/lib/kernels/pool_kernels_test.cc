@@ -1,5 +1,5 @@
-// lib/kernels/pool_nhwc: tier 0's NHWC max and mean pooling kernels, per ISA the host has, called
-// directly on random problems (ranks 1-3, channel counts around the vector and block sizes,
+// lib/kernels/pool_nhwc and pool_nchw: tier 0's max and mean pooling kernels, per ISA the host
+// has, called directly on random problems (ranks 1-3, channel counts around the vector and block sizes,
 // padding, stride, dilation, exclude_padding) with NaN, ties and signed zeros in x. Each must give
 // the bits of the pooling contract, computed here in float in its order (taps in row-major order
 // from -inf or 0; gradients added to dx in output order, max's to the first tap equal to y), and
@@ -17,6 +17,8 @@
 
 #include "geometry.hpp"
 #include "isa.hpp"
+#include "ops_internal.hpp"
+#include "pool_nchw.hpp"
 #include "reference/reference.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
@@ -42,7 +44,7 @@ const IsaKernels kIsas[] = {
 };
 
 // Calls tap(x index, y index) for every output pixel and real tap, in output order then row-major
-// tap order, for one channel; pixel(y index, real taps) after each pixel's taps.
+// tap order, for one channel (either layout); pixel(y index, real taps) after each pixel's taps.
 void walk(const PoolDims& d, int64_t n, int64_t c, const std::function<void(int64_t, int64_t)>& tap,
           const std::function<void(int64_t, int64_t)>& pixel) {
   const Extent out = ref::pool_output_size(d);
@@ -60,7 +62,9 @@ void walk(const PoolDims& d, int64_t n, int64_t c, const std::function<void(int6
   for (int64_t a = 0; a < o[0]; ++a)
     for (int64_t b = 0; b < o[1]; ++b)
       for (int64_t e = 0; e < o[2]; ++e) {
-        const int64_t yi = (((n * o[0] + a) * o[1] + b) * o[2] + e) * d.channels + c;
+        const bool nhwc = d.layout == Layout::NHWC;
+        const int64_t y_pixel = (a * o[1] + b) * o[2] + e, y_pixels = o[0] * o[1] * o[2];
+        const int64_t yi = nhwc ? (n * y_pixels + y_pixel) * d.channels + c : (n * d.channels + c) * y_pixels + y_pixel;
         int64_t real = 0;
         for (int64_t i = 0; i < k[0]; ++i)
           for (int64_t j = 0; j < k[1]; ++j)
@@ -69,7 +73,8 @@ void walk(const PoolDims& d, int64_t n, int64_t c, const std::function<void(int6
                             r = e * st[2] - pb[2] + l * dl[2];
               if (p < 0 || p >= in[0] || q < 0 || q >= in[1] || r < 0 || r >= in[2]) continue;
               ++real;
-              tap((((n * in[0] + p) * in[1] + q) * in[2] + r) * d.channels + c, yi);
+              const int64_t x_pixel = (p * in[1] + q) * in[2] + r, x_pixels = in[0] * in[1] * in[2];
+              tap(nhwc ? (n * x_pixels + x_pixel) * d.channels + c : (n * d.channels + c) * x_pixels + x_pixel, yi);
             }
         pixel(yi, real);
       }
@@ -191,6 +196,67 @@ TEST(PoolNhwcKernels, EveryIsaGivesTheContractsBits) {
   }
   if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NHWC pooling kernel to test";
   if (!jit::host_has(jit::Isa::Avx512)) std::printf("note: this host lacks AVX-512; its kernels were not run\n");
+}
+
+struct NchwInterior {
+  const char* name;
+  jit::Isa isa;
+  int64_t lanes;
+  void (*run)(const PoolGeometry&, PoolOp, const float*, int64_t, int64_t, int64_t, int64_t, float*);
+};
+
+const NchwInterior kNchwIsas[] = {
+    {"avx2", jit::Isa::Avx2Fma, detail::avx2::kPoolNchwLanes, detail::avx2::pool_nchw_interior},
+    {"avx512", jit::Isa::Avx512, detail::avx512::kPoolNchwLanes, detail::avx512::pool_nchw_interior},
+};
+
+// NCHW forward: the driver (with the widest kernel the host has) over whole problems, and each
+// ISA's interior kernel over every row's whole vectors of outputs whose W taps are all real.
+TEST(PoolNchwKernels, EveryIsaGivesTheContractsBits) {
+  int ran = 0;
+  Rng rng(0x9002);
+  for (int i = 0; i < 90; ++i) {
+    PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NCHW);
+    d.in_size[size_t(d.rank - 1)] += 40;  // rows long enough for whole vectors
+    d.stride[size_t(d.rank - 1)] = 1 + i % 2;
+    d.exclude_padding = i % 5 == 0;
+    detail::PoolGeometry g;
+    ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
+    const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), i % 2 == 1);
+    for (PoolOp op : {PoolOp::Max, PoolOp::Mean}) {
+      const std::string context = std::string(op == PoolOp::Max ? "max " : "mean ") + describe(d);
+      const std::vector<float> want = contract_forward(d, op, x);
+      std::vector<float> y = nan_buffer(int64_t(want.size()));
+      detail::run_pool_forward(op, g, 1, 0.0f, x.data(), y.data());
+      EXPECT_TRUE(bitwise_equal("y (driver)", y, want, pool_output_shape(d), context));
+      // Outputs ow whose W taps are all real: ow * s - pad >= 0 and ow * s - pad + reach < in.
+      const int64_t s = g.stride[2], reach = (g.window[2] - 1) * g.dilation[2];
+      const int64_t begin = (g.pad_begin[2] + s - 1) / s;
+      const int64_t end = std::max<int64_t>(begin, (g.in[2] - 1 - reach + g.pad_begin[2]) / s + 1);
+      for (const NchwInterior& k : kNchwIsas) {
+        if (!jit::host_has(k.isa)) continue;
+        const int64_t count =
+            std::min(end, g.out[2]) > begin ? (std::min(end, g.out[2]) - begin) / k.lanes * k.lanes : 0;
+        if (count == 0) continue;
+        SCOPED_TRACE(std::string(k.name) + " " + context);
+        std::vector<float> rows = nan_buffer(int64_t(want.size()));
+        for (int64_t n = 0; n < g.batch; ++n)
+          for (int64_t c = 0; c < g.channels; ++c)
+            for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+              for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+                const int64_t row = n * g.y.batch + c * g.y.channel + o0 * g.y.spatial[0] + o1 * g.y.spatial[1];
+                k.run(g, op, x.data() + n * g.x.batch + c * g.x.channel, o0, o1, begin, count, rows.data() + row);
+                for (int64_t ow = begin; ow < begin + count; ++ow) {
+                  const size_t at = size_t(row + ow);
+                  EXPECT_EQ(std::memcmp(&rows[at], &want[at], sizeof(float)), 0)
+                      << "output " << at << ": " << rows[at] << " vs " << want[at];
+                }
+              }
+        ++ran;
+      }
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: only the portable path was compared";
 }
 
 }  // namespace
