@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "conv_depthwise_backward_data.hpp"
+#include "conv_depthwise_nhwc.hpp"
 #include "gemm_tile.hpp"
 #include "geometry.hpp"
 #include "ops_internal.hpp"
@@ -27,6 +29,31 @@ void zero_channels(const ConvGeometry& g, float* dx_image, int64_t ic0, int64_t 
 
 }  // namespace
 
+int64_t backward_data_row_tile(const ConvGeometry& g) {
+  // The tile orders each dx element's sum (row tile by row tile, then tap by tap), so it is sized
+  // for the longest run of dX rows, whatever the channel chunks the thread count makes: the same
+  // for every count.
+  const int64_t longest_run = g.layout == CONVJIT_NCHW ? g.ic_per_group * g.taps : g.ic_per_group;
+  const int64_t ow_tile = int64_t(kScratchFloats) / (g.oc_per_group + longest_run) / kTileCols * kTileCols;
+  return std::clamp<int64_t>(ow_tile, kTileCols, (g.out[2] + kTileCols - 1) / kTileCols * kTileCols);
+}
+
+bool run_depthwise_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, int64_t ow_tile,
+                                 float* dx) {
+#if defined(__x86_64__)
+  if (avx512::depthwise_backward_data_supported(g)) {
+    avx512::depthwise_backward_data(g, threads, dy, depthwise_nhwc_taps_major(g, w), ow_tile, dx);
+    return true;
+  }
+  if (avx2::depthwise_backward_data_supported(g)) {
+    avx2::depthwise_backward_data(g, threads, dy, depthwise_nhwc_taps_major(g, w), ow_tile, dx);
+    return true;
+  }
+#endif
+  (void)g, (void)threads, (void)dy, (void)w, (void)ow_tile, (void)dx;
+  return false;
+}
+
 void run_conv_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, float* dx) {
   // k runs with consecutive indices in w, per channel chunk: NCHW's (ic, tap) order makes the
   // chunk one run; NHWC's (tap, ic) order gives one run of the chunk's channels per tap.
@@ -38,9 +65,10 @@ void run_conv_backward_data(const ConvGeometry& g, int threads, const float* dy,
   const int64_t run_length = nchw ? ic_chunk * g.taps : ic_chunk;
 
   // Per ow tile: the packed dy panels (oc_per_group x tile) and one run of dX (run x tile).
+  const int64_t ow_tile = backward_data_row_tile(g);
+  // NHWC depthwise: the channels in the vector lanes, the same sums in the same order.
+  if (run_depthwise_backward_data(g, threads, dy, w, ow_tile, dx)) return;
   const int64_t floats_per_column = g.oc_per_group + run_length;
-  int64_t ow_tile = int64_t(kScratchFloats) / floats_per_column / kTileCols * kTileCols;
-  ow_tile = std::clamp<int64_t>(ow_tile, kTileCols, (g.out[2] + kTileCols - 1) / kTileCols * kTileCols);
   const int64_t scratch_floats = floats_per_column * ow_tile;
 
   parallel_for(threads, images * ic_chunks, 2.0 * g.batch * g.x.batch * g.oc_per_group * g.taps, [&](int64_t task) {

@@ -8,6 +8,13 @@
 namespace convjit::detail {
 
 void run_conv_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, float* dx);
+// The row tile of g's backward data: each dx element's sum goes row tile by row tile, then tap by
+// tap, pixel by pixel.
+int64_t backward_data_row_tile(const ConvGeometry& g);
+// NHWC depthwise backward data on its vector kernel, summing in the order of a row tile of
+// ow_tile; false (nothing written) when the host has no such kernel or g is not one.
+bool run_depthwise_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, int64_t ow_tile,
+                                 float* dx);
 void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw);
 // Whether backward filter of g runs on the direct kernel (NCHW with few channels per group), not
 // on the register tile over packed patches.

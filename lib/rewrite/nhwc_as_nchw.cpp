@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "conv_forward.hpp"
+#include "isa.hpp"
 #include "ops_internal.hpp"
 #include "threads.hpp"
 
@@ -126,6 +127,36 @@ void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& p
   run_conv_backward_filter(nchw_twin(params), threads, x_nchw, dy_nchw, dw_oihw);
   // Per output channel: [ic][tap] (OIHW) -> [tap][ic] (OHWI).
   transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_oihw, dw, false, 1);
+}
+
+bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g) {
+  const int64_t copied = g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels());
+#if defined(__x86_64__)
+  const bool kernel = jit::host_has(jit::Isa::Avx2Fma);
+#else
+  const bool kernel = false;
+#endif
+  return kernel && g.layout == CONVJIT_NCHW && g.ic_per_group == 1 && g.oc_per_group == 1 && copied <= kMaxCopiedFloats;
+}
+
+void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads,
+                                     const float* dy, const float* w, float* dx) {
+  const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();
+  const int64_t dy_floats = g.batch * g.out_channels * out_pixels, dx_floats = g.batch * g.in_channels * in_pixels;
+  float* copies = thread_layout_copies(size_t(dy_floats + dx_floats));
+  float* dy_nhwc = copies;
+  float* dx_nhwc = copies + dy_floats;
+  transpose_images(g.batch, out_pixels, g.out_channels, dy, dy_nhwc, false, threads);
+  convjit_conv_params nhwc = params;
+  nhwc.layout = CONVJIT_NHWC;
+  ConvGeometry twin;
+  make_conv_geometry(nhwc, &twin);  // valid: only the layout differs from a valid problem
+  // Depthwise weights are [channel][tap] in OIHW and in OHWI alike.
+  if (!run_depthwise_backward_data(twin, threads, dy_nhwc, w, backward_data_row_tile(g), dx_nhwc)) {
+    run_conv_backward_data(g, threads, dy, w, dx);  // no kernel after all: the NCHW path, the same bits
+    return;
+  }
+  transpose_images(g.batch, in_pixels, g.in_channels, dx_nhwc, dx, true, threads);
 }
 
 }  // namespace convjit::detail

@@ -157,7 +157,14 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
   const Configuration c = detail::conv_configuration(CONVJIT_OP_CONV_BACKWARD_DATA, *params);
   convjit_conv_params forward;
   if (!detail::backward_data_as_forward(g, *params, &forward)) {
-    run_on_tier0(c, [&](int threads) { detail::run_conv_backward_data(g, threads, dy, w, dx); });
+    const bool as_nhwc = detail::nchw_depthwise_backward_data_runs_as_nhwc(g);
+    run_on_tier0(c, [&](int threads) {
+      if (as_nhwc) {
+        detail::depthwise_backward_data_as_nhwc(g, *params, threads, dy, w, dx);
+      } else {
+        detail::run_conv_backward_data(g, threads, dy, w, dx);
+      }
+    });
     return detail::Status::success();
   }
   detail::ConvGeometry forward_geometry;

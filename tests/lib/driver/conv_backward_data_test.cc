@@ -75,5 +75,29 @@ TEST(ConvBackwardData, UnreachedInputsAreZero) {
   }
 }
 
+// Rows longer than the register-tile path's row tile, with many channels and few images (the
+// tasks split the input channels, more finely with more threads): the same bits for every thread
+// count, so the row tile, which orders each dx element's sum, must not depend on it.
+TEST(ConvBackwardData, LongRowsGiveTheSameBitsOnEveryThreadCount) {
+  for (Layout layout : {Layout::NHWC, Layout::NCHW}) {
+    // Kernel 5, stride 2: three contributions to half the elements (two sum the same in any order).
+    const ConvDims d = conv(1, layout, 1, 256, 256, 1, {2001, 1, 1}, {5, 1, 1}, {2, 1, 1}, {2, 0, 0});
+    Rng rng(kSeed + 4);
+    const std::vector<float> dy = random_floats(rng, ref::conv_output_elements(d));
+    const std::vector<float> w = random_floats(rng, ref::conv_weight_elements(d));
+    std::vector<std::vector<float>> dx;
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      dx.push_back(nan_buffer(ref::conv_input_elements(d)));
+      conv_backward_data(d, dy.data(), w.data(), dx.back().data());
+    }
+    set_num_threads(0);
+    EXPECT_TRUE(all_close("1 thread", dx[0].data(), ref::conv_backward_data(d, dy.data(), w.data()),
+                          conv_input_shape(d), 256 * 5, describe(d)));
+    EXPECT_TRUE(bitwise_equal("2 threads vs 1", dx[1], dx[0], conv_input_shape(d), describe(d)));
+    EXPECT_TRUE(bitwise_equal("3 threads vs 1", dx[2], dx[0], conv_input_shape(d), describe(d)));
+  }
+}
+
 }  // namespace
 }  // namespace convjit::testing

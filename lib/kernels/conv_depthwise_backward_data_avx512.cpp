@@ -1,0 +1,17 @@
+#include "conv_depthwise_backward_data_impl.hpp"
+#include "kernel_isa.hpp"
+#include "simd_avx512.hpp"
+
+namespace convjit::detail::avx512 {
+
+bool depthwise_backward_data_supported(const ConvGeometry& g) {
+  return g.layout == CONVJIT_NHWC && g.ic_per_group == 1 && g.oc_per_group == 1 && jit::host_has(jit::Isa::Avx512) &&
+         process_isa_cap() >= jit::Isa::Avx512;
+}
+
+void depthwise_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w_taps, int64_t ow_tile,
+                             float* dx) {
+  run_depthwise_backward_data<Avx512Floats>(g, threads, dy, w_taps, ow_tile, dx);
+}
+
+}  // namespace convjit::detail::avx512
