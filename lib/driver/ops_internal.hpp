@@ -24,5 +24,7 @@ void run_pool_forward(PoolOp op, const PoolGeometry& g, int threads, float p, co
 // x and y are read by Max and LpNorm only.
 void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, const float* y,
                        const float* dy, float* dx);
+// Whether g's pooling runs on a vector kernel with the channels in the lanes (NHWC max and mean).
+bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op);
 
 }  // namespace convjit::detail

@@ -309,6 +309,10 @@ void run_pool_forward(PoolOp op, const PoolGeometry& g, int threads, float p, co
   }
 }
 
+bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op) {
+  return nhwc_backward_kernel(g, op) != nullptr;
+}
+
 void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, const float* y,
                        const float* dy, float* dx) {
   for_each_output(g, threads, BackwardBody{g, op, p, x, y, dy, dx});

@@ -159,4 +159,42 @@ void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_p
   transpose_images(g.batch, in_pixels, g.in_channels, dx_nhwc, dx, true, threads);
 }
 
+namespace {
+
+PoolGeometry pool_nhwc_twin(const convjit_pool_params& params) {
+  convjit_pool_params nhwc = params;
+  nhwc.layout = CONVJIT_NHWC;
+  PoolGeometry g;
+  make_pool_geometry(nhwc, &g);  // valid: only the layout differs from a valid problem
+  return g;
+}
+
+}  // namespace
+
+bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op) {
+  const int64_t x_floats = g.batch * g.channels * g.in[0] * g.in[1] * g.in[2];
+  const int64_t y_floats = g.batch * g.channels * g.out[0] * g.out[1] * g.out[2];
+  return g.layout == Layout::NCHW && 2 * (x_floats + y_floats) <= kMaxCopiedFloats &&
+         pool_runs_channels_in_lanes(pool_nhwc_twin(params), op);
+}
+
+void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
+                           const float* x, const float* y, const float* dy, float* dx) {
+  const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out[0] * g.out[1] * g.out[2];
+  const int64_t x_floats = g.batch * g.channels * in_pixels, y_floats = g.batch * g.channels * out_pixels;
+  const bool max = op == PoolOp::Max;  // mean reads dy alone
+  float* copies = thread_layout_copies(size_t(2 * x_floats + (max ? 2 : 1) * y_floats));
+  float* dx_nhwc = copies;
+  float* dy_nhwc = dx_nhwc + x_floats;
+  float* x_nhwc = max ? dy_nhwc + y_floats : nullptr;
+  float* y_nhwc = max ? x_nhwc + x_floats : nullptr;
+  transpose_images(g.batch, out_pixels, g.channels, dy, dy_nhwc, false, threads);
+  if (max) {
+    transpose_images(g.batch, in_pixels, g.channels, x, x_nhwc, false, threads);
+    transpose_images(g.batch, out_pixels, g.channels, y, y_nhwc, false, threads);
+  }
+  run_pool_backward(op, pool_nhwc_twin(params), threads, 0.0f, x_nhwc, y_nhwc, dy_nhwc, dx_nhwc);
+  transpose_images(g.batch, in_pixels, g.channels, dx_nhwc, dx, true, threads);
+}
+
 }  // namespace convjit::detail

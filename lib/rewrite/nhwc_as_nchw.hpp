@@ -42,4 +42,11 @@ bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g);
 void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads,
                                      const float* dy, const float* w, float* dx);
 
+// NCHW max and mean pooling backward the same way: NHWC's vector kernel (the channels in the
+// lanes) on transposed copies of x, y and dy, dx transposed back; each window is routed or shared
+// and each dx element summed in output order as on the NCHW path, so the bits are its.
+bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op);
+void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
+                           const float* x, const float* y, const float* dy, float* dx);
+
 }  // namespace convjit::detail

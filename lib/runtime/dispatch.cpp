@@ -205,8 +205,14 @@ detail::Status Runtime::Impl::pool_backward(detail::PoolOp op, const convjit_poo
   detail::PoolGeometry g;
   CONVJIT_RETURN_IF_ERROR(detail::validate_pool_backward(op, params, p, x, y, dy, dx, &g));
   const float lp = op == detail::PoolOp::LpNorm ? p : 0.0f;
-  run_on_tier0(detail::pool_configuration(pool_op_code(op, true), *params, lp),
-               [&](int threads) { detail::run_pool_backward(op, g, threads, lp, x, y, dy, dx); });
+  const bool as_nhwc = detail::nchw_pool_backward_runs_as_nhwc(g, *params, op);
+  run_on_tier0(detail::pool_configuration(pool_op_code(op, true), *params, lp), [&](int threads) {
+    if (as_nhwc) {
+      detail::pool_backward_as_nhwc(op, g, *params, threads, x, y, dy, dx);
+    } else {
+      detail::run_pool_backward(op, g, threads, lp, x, y, dy, dx);
+    }
+  });
   return detail::Status::success();
 }
 
