@@ -6,6 +6,7 @@
 #include "isa.hpp"
 #include "ops_internal.hpp"
 #include "threads.hpp"
+#include "transpose.hpp"
 
 namespace convjit::detail {
 namespace {
@@ -16,26 +17,16 @@ constexpr int64_t kMaxCopiedFloats = int64_t(16) << 20;
 
 // One image, [pixel][channel] <-> [channel][pixel]. Few channels (a compile-time count, so the
 // compiler vectorizes across pixels): pixels in blocks, the block's rows kept in cache across the
-// channels. A runtime count: 16 x 16 tiles, whose 16 strided rows stay in L1 (with 128 channels a
-// pixel is 512 bytes on: a 256-pixel block's rows fall into 8 of L1's 64 sets and evict each other;
-// grouped_32x4 NHWC spent 75% of its time here).
+// channels. A runtime count: the blocked matrix transpose of lib/kernels/transpose.hpp (with 128
+// channels a pixel is 512 bytes on: a 256-pixel block's rows fall into 8 of L1's 64 sets and evict
+// each other; grouped_32x4 NHWC spent 75% of its time here).
 template <int Channels>
 void transpose_image(int64_t pixels, int64_t runtime_channels, const float* src, float* dst, bool to_nchw) {
   if constexpr (Channels == 0) {
-    constexpr int64_t kTile = 16;
-    const int64_t channels = runtime_channels;
-    for (int64_t p0 = 0; p0 < pixels; p0 += kTile) {
-      const int64_t p1 = std::min(pixels, p0 + kTile);
-      for (int64_t c0 = 0; c0 < channels; c0 += kTile) {
-        const int64_t c1 = std::min(channels, c0 + kTile);
-        for (int64_t c = c0; c < c1; ++c) {
-          if (to_nchw) {
-            for (int64_t p = p0; p < p1; ++p) dst[c * pixels + p] = src[p * channels + c];
-          } else {
-            for (int64_t p = p0; p < p1; ++p) dst[p * channels + c] = src[c * pixels + p];
-          }
-        }
-      }
+    if (to_nchw) {
+      transpose_matrix(pixels, runtime_channels, src, dst);
+    } else {
+      transpose_matrix(runtime_channels, pixels, src, dst);
     }
   } else {
     constexpr int64_t kBlock = 256;

@@ -1,0 +1,18 @@
+// A matrix transpose, dst[c][r] = src[r][c] for an r x c row-major src: the layout copies of the
+// rewrite rules (NHWC <-> NCHW images, per image [pixel][channel] <-> [channel][pixel]). In 8 x 8
+// blocks transposed in registers (AVX2), the edges element by element; a copy, so every build
+// gives the same result.
+#pragma once
+
+#include <cstdint>
+
+namespace convjit::detail {
+
+// The widest build the host has (transpose.cpp).
+void transpose_matrix(int64_t rows, int64_t cols, const float* src, float* dst);
+
+namespace avx2 {
+void transpose_matrix(int64_t rows, int64_t cols, const float* src, float* dst);
+}  // namespace avx2
+
+}  // namespace convjit::detail

@@ -1,0 +1,55 @@
+#include <immintrin.h>
+
+#include "transpose.hpp"
+
+namespace convjit::detail::avx2 {
+namespace {
+
+// The 8 x 8 block at src (row stride src_stride) into dst (row stride dst_stride), transposed.
+inline void transpose_block(const float* src, int64_t src_stride, float* dst, int64_t dst_stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+}  // namespace
+
+void transpose_matrix(int64_t rows, int64_t cols, const float* src, float* dst) {
+  // Sixteen columns of src at a time (a cache line of each row), down all its rows, so each
+  // destination row is written front to back; eight when destination rows are a multiple of 4 KiB
+  // apart (32 x 32 images): sixteen such rows share one L1 set, more than its ways.
+  const int64_t strip_columns = (rows * int64_t(sizeof(float))) % 4096 == 0 ? 8 : 16;
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 16) {
+    const int64_t strips = c + strip_columns <= cols ? strip_columns / 8 : 1;
+    int64_t r = 0;
+    for (; r + 8 <= rows; r += 8) {
+      for (int64_t s = 0; s < strips; ++s) {
+        transpose_block(src + r * cols + c + 8 * s, cols, dst + (c + 8 * s) * rows + r, rows);
+      }
+    }
+    for (; r < rows; ++r) {
+      for (int64_t j = c; j < c + 8 * strips; ++j) dst[j * rows + r] = src[r * cols + j];
+    }
+    if (strips == 1) c -= 8;  // 8 columns done, not 16
+  }
+  for (; c < cols; ++c) {
+    for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = src[r * cols + c];
+  }
+  _mm256_zeroupper();
+}
+
+}  // namespace convjit::detail::avx2
