@@ -9,9 +9,15 @@
 #include "geometry.hpp"
 #include "ops_internal.hpp"
 #include "patch_pack.hpp"
+#include "patch_panel.hpp"
 #include "threads.hpp"
 
 namespace convjit::detail {
+namespace {
+
+constexpr int64_t kMaxPanelsPerTask = 4;
+
+}  // namespace
 
 bool backward_filter_runs_direct(const ConvGeometry& g) {
 #if defined(__x86_64__)
@@ -32,8 +38,9 @@ void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x
 
   const int64_t k_panels = (g.reduction + kTileCols - 1) / kTileCols;
   const int64_t oc_blocks = (g.oc_per_group + kTileRows - 1) / kTileRows;
-  // Up to 4 panels per task; fewer when that leaves threads idle.
-  const int64_t panels_per_task = std::clamp<int64_t>(g.groups * k_panels / tasks_wanted(threads), 1, 4);
+  // Up to kMaxPanelsPerTask panels per task; fewer when that leaves threads idle.
+  const int64_t panels_per_task =
+      std::clamp<int64_t>(g.groups * k_panels / tasks_wanted(threads), 1, kMaxPanelsPerTask);
   const int64_t k_chunks = (k_panels + panels_per_task - 1) / panels_per_task;
   const int64_t oc_chunks = g.groups * k_chunks >= 2 * threads ? 1 : std::min<int64_t>(oc_blocks, 2 * threads);
   const int64_t oc_chunk = (oc_blocks + oc_chunks - 1) / oc_chunks * kTileRows;
@@ -68,14 +75,12 @@ void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x
           // one after another; the k tail is zero-filled.
           for (int64_t q = 0; q < chunk_rows; ++q) {
             const int64_t od = (r0 + q) / g.out[1], oh = (r0 + q) % g.out[1];
-            auto row_start = [&](int64_t k) {
-              return packed + (k / kTileCols) * pixels * kTileCols + q * owc * kTileCols + k % kTileCols;
-            };
-            for_each_patch_row(g, x_group, od, oh, ow0, owc, k0, kc, [&](int64_t k, const PatchRow<const float>& row) {
-              store_patch_row(row, owc, row_start(k), kTileCols * kTileCols, kTileCols);
-            });
-            for (int64_t k = kc; k < panels * kTileCols; ++k) {
-              store_patch_row({nullptr, 0, 0, 0}, owc, row_start(k), kTileCols * kTileCols, kTileCols);
+            PatchRow<const float> patch_rows[kMaxPanelsPerTask * kTileCols];
+            for_each_patch_row(g, x_group, od, oh, ow0, owc, k0, kc,
+                               [&](int64_t k, const PatchRow<const float>& row) { patch_rows[k] = row; });
+            for (int64_t p = 0; p < panels; ++p) {
+              pack_patch_panel(patch_rows + p * kTileCols, std::min<int64_t>(kTileCols, kc - p * kTileCols), owc,
+                               packed + p * pixels * kTileCols + q * owc * kTileCols);
             }
           }
           // The chunk's pixels are consecutive in dy (dense rows): one step apart.

@@ -1,28 +1,16 @@
 #include <immintrin.h>
 
 #include "transpose.hpp"
+#include "transpose_8x8_avx2.hpp"
 
 namespace convjit::detail::avx2 {
 namespace {
 
 // The 8 x 8 block at src (row stride src_stride) into dst (row stride dst_stride), transposed.
 inline void transpose_block(const float* src, int64_t src_stride, float* dst, int64_t dst_stride) {
-  __m256 r[8], t[8];
+  __m256 r[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-    _mm256_storeu_ps(dst + (i + 4) * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
-  }
+  store_transposed_8x8(r, dst, dst_stride);
 }
 
 }  // namespace

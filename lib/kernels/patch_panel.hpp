@@ -1,0 +1,21 @@
+// Backward filter's panels: up to kTileCols patch rows (weights k0 .. k0 + rows - 1) of `count`
+// output pixels laid out pixel by pixel, value (k, p) at dst[p * kTileCols + k - k0], zeros for the
+// rows past `rows` and outside each row's real pixels: the B operand of the register tile. A
+// transpose of the patch rows, in 8 x 8 register blocks where they are wholly real or wholly
+// padding (AVX2), element by element elsewhere; a copy, so every build gives the same panel.
+#pragma once
+
+#include <cstdint>
+
+#include "patch_pack.hpp"
+
+namespace convjit::detail {
+
+// The widest build the host has (patch_panel.cpp).
+void pack_patch_panel(const PatchRow<const float>* rows, int64_t row_count, int64_t count, float* dst);
+
+namespace avx2 {
+void pack_patch_panel(const PatchRow<const float>* rows, int64_t row_count, int64_t count, float* dst);
+}  // namespace avx2
+
+}  // namespace convjit::detail
