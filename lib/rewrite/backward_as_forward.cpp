@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "threads.hpp"
+
 namespace convjit::detail {
 
 bool backward_data_as_forward(const ConvGeometry& g, const convjit_conv_params& p, convjit_conv_params* forward) {
@@ -50,6 +52,56 @@ void transpose_weights(const ConvGeometry& g, const float* w, float* w_t) {
       }
     }
   }
+}
+
+bool strided_pointwise_backward_data_as_forward(const ConvGeometry& g, const convjit_conv_params& p,
+                                                convjit_conv_params* forward) {
+  if (g.taps != 1 || g.out_channels * g.reduction > kMaxTransposedWeights) return false;
+  bool strided = false;
+  for (int d = 0; d < p.rank; ++d) strided |= p.stride[d] > 1;
+  if (!strided) return false;
+  convjit_conv_params f = p;
+  for (int d = 0; d < p.rank; ++d) {
+    f.in_size[d] = g.out[d + 3 - p.rank];
+    f.stride[d] = f.dilation[d] = 1;
+    f.pad_begin[d] = f.pad_end[d] = 0;
+  }
+  f.in_channels = p.out_channels;
+  f.out_channels = p.in_channels;
+  *forward = f;
+  return true;
+}
+
+void spread_strided_pointwise(const ConvGeometry& g, const float* grid, float* dx, int threads) {
+  // The grid is the forward's output: g's output pixels, g's input channels, in g's layout.
+  const bool nchw = g.layout == CONVJIT_NCHW;
+  const int64_t out_pixels = g.out_pixels(), grid_image = g.in_channels * out_pixels;
+  parallel_for(threads, g.batch, double(g.batch) * double(g.x.batch), [&](int64_t n) {
+    float* dx_image = dx + n * g.x.batch;
+    std::fill(dx_image, dx_image + g.x.batch, 0.0f);
+    const float* grid_image_start = grid + n * grid_image;
+    int64_t o[3];
+    for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
+      for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+        for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
+          int64_t at = 0;
+          bool inside = true;
+          for (int d = 0; d < 3; ++d) {
+            const int64_t i = o[d] * g.stride[d] - g.pad_begin[d];
+            inside &= i >= 0 && i < g.in[d];
+            at += i * g.x.spatial[d];
+          }
+          if (!inside) continue;
+          const int64_t pixel = (o[0] * g.out[1] + o[1]) * g.out[2] + o[2];
+          for (int64_t c = 0; c < g.in_channels; ++c) {
+            const float v =
+                nchw ? grid_image_start[c * out_pixels + pixel] : grid_image_start[pixel * g.in_channels + c];
+            dx_image[at + c * g.x.channel] = 0.0f + v;
+          }
+        }
+      }
+    }
+  });
 }
 
 }  // namespace convjit::detail

@@ -156,6 +156,16 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
   CONVJIT_RETURN_IF_ERROR(detail::validate_conv_backward_data(params, dy, w, dx, &g));
   const Configuration c = detail::conv_configuration(CONVJIT_OP_CONV_BACKWARD_DATA, *params);
   convjit_conv_params forward;
+  if (detail::strided_pointwise_backward_data_as_forward(g, *params, &forward)) {
+    detail::ConvGeometry forward_geometry;
+    CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(forward, &forward_geometry));
+    float* w_t = detail::thread_operands(size_t(g.out_channels * g.reduction));
+    detail::transpose_weights(g, w, w_t);
+    float* grid = detail::thread_rewrite_outputs(size_t(g.batch * g.in_channels * g.out_pixels()));
+    run_forward(c, forward_geometry, forward, dy, w_t, nullptr, false, grid);
+    detail::spread_strided_pointwise(g, grid, dx, threads());
+    return detail::Status::success();
+  }
   if (!detail::backward_data_as_forward(g, *params, &forward)) {
     const bool as_nhwc = detail::nchw_depthwise_backward_data_runs_as_nhwc(g);
     run_on_tier0(c, [&](int threads) {

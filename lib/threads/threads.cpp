@@ -73,4 +73,9 @@ float* thread_layout_copies(size_t floats) {
   return buffer.at_least(floats);
 }
 
+float* thread_rewrite_outputs(size_t floats) {
+  thread_local ThreadBuffer buffer;
+  return buffer.at_least(floats);
+}
+
 }  // namespace convjit::detail

@@ -53,5 +53,8 @@ float* thread_operands(size_t floats);
 // A third, for a call's operands copied into another layout (lib/rewrite/nhwc_as_nchw.hpp), which may
 // themselves be transposed weights in thread_operands.
 float* thread_layout_copies(size_t floats);
+// A fourth, for the output a rewritten problem computes before it is spread into the caller's
+// (lib/rewrite/backward_as_forward.hpp), while the others may hold its operands.
+float* thread_rewrite_outputs(size_t floats);
 
 }  // namespace convjit::detail

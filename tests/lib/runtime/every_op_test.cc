@@ -188,6 +188,40 @@ TEST(EveryOp, StrideOneBackwardDataReachesTheJitTierAsItself) {
   EXPECT_EQ(c.calls_jit, 3);
 }
 
+// A 1x1 kernel with stride > 1 (ResNet's downsampling shortcut): backward data runs as a 1x1
+// forward into the strided inputs, on the JIT tier once hot; every tier the generic one's bits
+// and the oracle's values, with padding, groups, both layouts and every rank.
+TEST(EveryOp, StridedPointwiseBackwardDataRunsAsAForwardOnEveryTier) {
+  Runtime generic(policy_with(Backend::None, 1));
+  Rng rng(0xB0D7);
+  int compiled = 0;
+  for (int i = 0; i < 24; ++i) {
+    const int32_t rank = 1 + i % 3;
+    ConvDims d = random_conv(rng, rank, i % 2 ? Layout::NHWC : Layout::NCHW, Mode::CrossCorrelation);
+    for (int k = 0; k < rank; ++k) {
+      d.kernel[size_t(k)] = 1;
+      d.dilation[size_t(k)] = 1;
+      d.stride[size_t(k)] = 1 + (k + i) % 3;
+      d.pad_begin[size_t(k)] = (i / 2) % 2;
+      d.pad_end[size_t(k)] = 0;
+      d.in_size[size_t(k)] += 4;
+    }
+    d.stride[0] = 2;  // at least one stride above 1
+    const OpCall call = conv_call(Op::ConvBackwardData, d, rng.next());
+    const std::vector<float> want = call.run(generic);
+    EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
+    Runtime r(policy_with(Backend::Auto, 1 + i % 2));
+    for (int n = 0; n < 3; ++n) EXPECT_TRUE(bitwise_equal("runtime", call.run(r), want, call.out_shape, call.context));
+    const RuntimeStats s = r.stats();
+    ASSERT_EQ(s.configurations.size(), 1u);
+    EXPECT_EQ(s.configurations[0].op, Op::ConvBackwardData);
+    compiled += s.configurations[0].calls_jit > 0;
+  }
+  if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "none") {
+    EXPECT_GT(compiled, 0) << "no strided pointwise backward data reached a compiled kernel";
+  }
+}
+
 // One problem as several ops is several configurations.
 TEST(EveryOp, EachOpOfOneProblemIsItsOwnConfiguration) {
   Runtime r(policy_with(Backend::Auto, 1));
