@@ -44,9 +44,16 @@ void gemm_tile(const GemmTile& tile) {
 }
 
 void gemm_blocks(const GemmTile& first, int64_t m, int64_t n, int64_t b_panel_stride) {
+  static const bool pairs = [] {
+#if defined(__x86_64__)
+    return process_isa_cap() >= jit::Isa::Avx512 && jit::host_has(jit::Isa::Avx512);
+#else
+    return false;
+#endif
+  }();
   const int64_t panels = (n + kTileCols - 1) / kTileCols;
   for (int64_t i = 0; i < m; i += kTileRows) {
-    for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t p = 0; p < panels;) {
       GemmTile tile = first;
       tile.a += i * first.a_row_stride;
       if (first.b_rows)
@@ -57,7 +64,16 @@ void gemm_blocks(const GemmTile& first, int64_t m, int64_t n, int64_t b_panel_st
       if (first.bias) tile.bias += i;
       tile.rows = int(std::min<int64_t>(kTileRows, m - i));
       tile.cols = int(std::min<int64_t>(kTileCols, n - p * kTileCols));
+#if defined(__x86_64__)
+      // Two full panels share each broadcast of A (the same chain per element as one at a time).
+      if (pairs && first.c_col_stride == 1 && n - p * kTileCols >= 2 * kTileCols) {
+        avx512::gemm_tile_pair(tile, b_panel_stride);
+        p += 2;
+        continue;
+      }
+#endif
       gemm_tile(tile);
+      ++p;
     }
   }
 }

@@ -10,4 +10,8 @@ void gemm_tile(const GemmTile& t) {
   RegisterTile<Avx512Floats>::run(t);
 }
 
+void gemm_tile_pair(const GemmTile& t, int64_t panel_stride) {
+  RegisterTile<Avx512Floats>::run_pair(t, panel_stride);
+}
+
 }  // namespace convjit::detail::avx512
