@@ -66,6 +66,11 @@ void gemm_blocks(const GemmTile& first, int64_t m, int64_t n, int64_t b_panel_st
       tile.cols = int(std::min<int64_t>(kTileCols, n - p * kTileCols));
 #if defined(__x86_64__)
       // Two full panels share each broadcast of A (the same chain per element as one at a time).
+      if (pairs && first.c_col_stride == 1 && n - p * kTileCols >= 4 * kTileCols) {
+        avx512::gemm_tile_quad(tile, b_panel_stride);
+        p += 4;
+        continue;
+      }
       if (pairs && first.c_col_stride == 1 && n - p * kTileCols >= 2 * kTileCols) {
         avx512::gemm_tile_pair(tile, b_panel_stride);
         p += 2;

@@ -46,6 +46,7 @@ namespace avx512 {
 void gemm_tile(const GemmTile& tile);
 // Two full panels at once (C contiguous): B of the second at b (or b_rows) + panel_stride.
 void gemm_tile_pair(const GemmTile& tile, int64_t panel_stride);
+void gemm_tile_quad(const GemmTile& tile, int64_t panel_stride);  // four
 }  // namespace avx512
 
 }  // namespace convjit::detail

@@ -14,4 +14,8 @@ void gemm_tile_pair(const GemmTile& t, int64_t panel_stride) {
   RegisterTile<Avx512Floats>::run_pair(t, panel_stride);
 }
 
+void gemm_tile_quad(const GemmTile& t, int64_t panel_stride) {
+  RegisterTile<Avx512Floats>::run_quad(t, panel_stride);
+}
+
 }  // namespace convjit::detail::avx512

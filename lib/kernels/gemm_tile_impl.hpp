@@ -28,8 +28,8 @@ struct RegisterTile {
     return F::first_lanes(n < 0 ? 0 : n > kLanes ? kLanes : n);
   }
 
-  // Panels == 2: two full panels side by side (B at t.b and t.b + panel_stride, or through
-  // t.b_rows and t.b_rows + panel_stride; C contiguous), each row's broadcast of A serving both.
+  // Panels > 1: that many full panels side by side (B at t.b + q * panel_stride, or through
+  // t.b_rows + q * panel_stride; C contiguous), each row's broadcast of A serving them all.
   template <int Rows, bool IndirectB, int Panels>
   static void tile(const GemmTile& t, int64_t panel_stride) {
     constexpr int kRowVectors = Panels * kVectors;
@@ -42,7 +42,7 @@ struct RegisterTile {
     for (int i = 0; i < Rows; ++i) {
       if (!t.accumulate) {
         for (int v = 0; v < kRowVectors; ++v) acc[i][v] = F::zero();
-      } else if (Panels == 2 || contiguous) {
+      } else if (Panels > 1 || contiguous) {
         for (int v = 0; v < kRowVectors; ++v) acc[i][v] = F::load(t.c + i * t.c_row_stride + v * kLanes, lanes[v]);
       } else {
         alignas(64) float row[Panels * kTileCols] = {};  // Panels is 1 here
@@ -82,7 +82,7 @@ struct RegisterTile {
         for (int v = 0; v < kRowVectors; ++v) acc[i][v] = F::relu(acc[i][v]);
       }
       float* c = t.c + i * t.c_row_stride;
-      if (contiguous && (Panels == 2 || t.cols == kTileCols)) {  // plain stores: masked ones cost AMD cores many cycles
+      if (contiguous && (Panels > 1 || t.cols == kTileCols)) {  // plain stores: masked ones cost AMD cores many cycles
         for (int v = 0; v < kRowVectors; ++v) F::store(c + v * kLanes, acc[i][v]);
       } else if (contiguous) {
         for (int v = 0; v < kRowVectors; ++v) F::store(c + v * kLanes, acc[i][v], lanes[v]);
@@ -112,6 +112,9 @@ struct RegisterTile {
   }
   static void run_pair(const GemmTile& t, int64_t panel_stride) {
     return t.b_rows ? rows<true, 2>(t, panel_stride) : rows<false, 2>(t, panel_stride);
+  }
+  static void run_quad(const GemmTile& t, int64_t panel_stride) {
+    return t.b_rows ? rows<true, 4>(t, panel_stride) : rows<false, 4>(t, panel_stride);
   }
 };
 
