@@ -309,6 +309,13 @@ void run_pool_forward(PoolOp op, const PoolGeometry& g, int threads, float p, co
   }
 }
 
+bool pool_forward_rows_fill_vectors(const PoolGeometry& g, PoolOp op) {
+  const NchwInterior vectors = nchw_interior_kernel(g, op);
+  if (!vectors.run || g.pad_begin[2] != 0 || g.out[2] % vectors.lanes != 0) return false;
+  // The last output's taps along W all real, as the first's (no padding before it).
+  return (g.out[2] - 1) * g.stride[2] + (g.window[2] - 1) * g.dilation[2] < g.in[2];
+}
+
 bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op) {
   return nhwc_backward_kernel(g, op) != nullptr;
 }

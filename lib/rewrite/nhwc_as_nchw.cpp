@@ -188,4 +188,19 @@ void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_
   transpose_images(g.batch, in_pixels, g.channels, dx_nhwc, dx, true, threads);
 }
 
+bool nchw_pool_forward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op) {
+  return nchw_pool_backward_runs_as_nhwc(g, params, op) && !pool_forward_rows_fill_vectors(g, op);
+}
+
+void pool_forward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
+                          const float* x, float* y) {
+  const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out[0] * g.out[1] * g.out[2];
+  const int64_t x_floats = g.batch * g.channels * in_pixels, y_floats = g.batch * g.channels * out_pixels;
+  float* x_nhwc = thread_layout_copies(size_t(x_floats + y_floats));
+  float* y_nhwc = x_nhwc + x_floats;
+  transpose_images(g.batch, in_pixels, g.channels, x, x_nhwc, false, threads);
+  run_pool_forward(op, pool_nhwc_twin(params), threads, 0.0f, x_nhwc, y_nhwc);
+  transpose_images(g.batch, out_pixels, g.channels, y_nhwc, y, true, threads);
+}
+
 }  // namespace convjit::detail

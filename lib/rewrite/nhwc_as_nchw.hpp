@@ -46,6 +46,11 @@ void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_p
 // lanes) on transposed copies of x, y and dy, dx transposed back; each window is routed or shared
 // and each dx element summed in output order as on the NCHW path, so the bits are its.
 bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op);
+// And forward, unless every output row is whole vectors of the NCHW kernel: x transposed, y
+// transposed back (each output's taps in the same order: the same bits).
+bool nchw_pool_forward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op);
+void pool_forward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
+                          const float* x, float* y);
 void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
                            const float* x, const float* y, const float* dy, float* dx);
 

@@ -205,8 +205,14 @@ detail::Status Runtime::Impl::pool_forward(detail::PoolOp op, const convjit_pool
   detail::PoolGeometry g;
   CONVJIT_RETURN_IF_ERROR(detail::validate_pool_forward(op, params, p, x, y, &g));
   const float lp = op == detail::PoolOp::LpNorm ? p : 0.0f;
-  run_on_tier0(detail::pool_configuration(pool_op_code(op, false), *params, lp),
-               [&](int threads) { detail::run_pool_forward(op, g, threads, lp, x, y); });
+  const bool as_nhwc = detail::nchw_pool_forward_runs_as_nhwc(g, *params, op);
+  run_on_tier0(detail::pool_configuration(pool_op_code(op, false), *params, lp), [&](int threads) {
+    if (as_nhwc) {
+      detail::pool_forward_as_nhwc(op, g, *params, threads, x, y);
+    } else {
+      detail::run_pool_forward(op, g, threads, lp, x, y);
+    }
+  });
   return detail::Status::success();
 }
 
