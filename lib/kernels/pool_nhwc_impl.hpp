@@ -96,24 +96,28 @@ inline __attribute__((always_inline)) void over_channels(int64_t c0, int64_t c1,
   }
 }
 
+// A block of channels at a time, every output pixel of the image for it: the block's vector count
+// and the op are fixed for the pixel loop (each output's taps, and each dx element's outputs, in
+// the same order as pixel by pixel).
 template <typename F>
 void run_pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0,
                            int64_t c1) {
   const float* image = x + n * g.x.batch;
   const TapList list = list_taps(g);
   const float window_size = float(g.window[0] * g.window[1] * g.window[2]);
-  for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
-    const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
-    float* out = y + y_offset;
-    auto body = [&](auto vectors, int64_t c, typename F::Mask tail) {
-      constexpr int Vecs = decltype(vectors)::value;
-      if (op == PoolOp::Max) {
-        forward_channels<F, true, Vecs>(g, list, win, image, out, c, tail, divisor);
-      } else {
-        forward_channels<F, false, Vecs>(g, list, win, image, out, c, tail, divisor);
-      }
-    };
-    over_channels<F>(c0, c1, body);
+  auto pixels = [&](auto vectors, auto max, int64_t c, typename F::Mask tail) {
+    for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
+      const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
+      forward_channels<F, decltype(max)::value, decltype(vectors)::value>(g, list, win, image, y + y_offset, c, tail,
+                                                                          divisor);
+    });
+  };
+  over_channels<F>(c0, c1, [&](auto vectors, int64_t c, typename F::Mask tail) {
+    if (op == PoolOp::Max) {
+      pixels(vectors, std::true_type{}, c, tail);
+    } else {
+      pixels(vectors, std::false_type{}, c, tail);
+    }
   });
   F::leave();
 }
@@ -165,21 +169,22 @@ void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, co
                             float* dx, int64_t n, int64_t c0, int64_t c1) {
   const TapList list = list_taps(g);
   const float window_size = float(g.window[0] * g.window[1] * g.window[2]);
-  for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
-    const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
-    const bool max = op == PoolOp::Max;
-    const float* x_image = max ? x + n * g.x.batch : nullptr;
-    const float* y_pixel = max ? y + y_offset : nullptr;
-    float* dx_image = dx + n * g.x.batch;
-    auto body = [&](auto vectors, int64_t c, typename F::Mask tail) {
-      constexpr int Vecs = decltype(vectors)::value;
-      if (max) {
-        backward_channels<F, true, Vecs>(g, list, win, x_image, y_pixel, dy + y_offset, dx_image, c, tail, divisor);
-      } else {
-        backward_channels<F, false, Vecs>(g, list, win, x_image, y_pixel, dy + y_offset, dx_image, c, tail, divisor);
-      }
-    };
-    over_channels<F>(c0, c1, body);
+  const bool max = op == PoolOp::Max;
+  const float* x_image = max ? x + n * g.x.batch : nullptr;
+  float* dx_image = dx + n * g.x.batch;
+  auto pixels = [&](auto vectors, auto is_max, int64_t c, typename F::Mask tail) {
+    for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
+      const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
+      backward_channels<F, decltype(is_max)::value, decltype(vectors)::value>(
+          g, list, win, x_image, max ? y + y_offset : nullptr, dy + y_offset, dx_image, c, tail, divisor);
+    });
+  };
+  over_channels<F>(c0, c1, [&](auto vectors, int64_t c, typename F::Mask tail) {
+    if (max) {
+      pixels(vectors, std::true_type{}, c, tail);
+    } else {
+      pixels(vectors, std::false_type{}, c, tail);
+    }
   });
   F::leave();
 }
