@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "conv_backward_filter_direct.hpp"
+#include "conv_depthwise_backward_filter.hpp"
 #include "gemm_tile.hpp"
 #include "geometry.hpp"
 #include "ops_internal.hpp"
@@ -19,6 +20,15 @@ constexpr int64_t kMaxPanelsPerTask = 4;
 
 }  // namespace
 
+bool backward_filter_runs_channels_in_lanes(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  return avx512::depthwise_backward_filter_supported(g) || avx2::depthwise_backward_filter_supported(g);
+#else
+  (void)g;
+  return false;
+#endif
+}
+
 bool backward_filter_runs_direct(const ConvGeometry& g) {
 #if defined(__x86_64__)
   return avx2::backward_filter_direct_supported(g);
@@ -30,6 +40,8 @@ bool backward_filter_runs_direct(const ConvGeometry& g) {
 
 void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
 #if defined(__x86_64__)
+  if (avx512::depthwise_backward_filter_supported(g)) return avx512::depthwise_backward_filter(g, threads, x, dy, dw);
+  if (avx2::depthwise_backward_filter_supported(g)) return avx2::depthwise_backward_filter(g, threads, x, dy, dw);
   if (avx2::backward_filter_direct_supported(g)) {
     avx2::backward_filter_direct(g, threads, x, dy, dw);
     return;

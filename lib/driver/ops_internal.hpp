@@ -19,6 +19,8 @@ void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x
 // Whether backward filter of g runs on the direct kernel (NCHW with few channels per group), not
 // on the register tile over packed patches.
 bool backward_filter_runs_direct(const ConvGeometry& g);
+// Whether it runs on a vector kernel with the channels in the lanes (NHWC depthwise).
+bool backward_filter_runs_channels_in_lanes(const ConvGeometry& g);
 
 void run_pool_forward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, float* y);
 // x and y are read by Max and LpNorm only.

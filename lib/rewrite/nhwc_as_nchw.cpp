@@ -102,7 +102,8 @@ void copy_output_to_nhwc(const ConvGeometry& g, const NchwCopies& copies, float*
 bool nhwc_backward_filter_runs_as_nchw(const ConvGeometry& g, const convjit_conv_params& params) {
   const int64_t copied = g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels()) +
                          g.out_channels * g.reduction;
-  return g.layout == CONVJIT_NHWC && copied <= kMaxCopiedFloats && backward_filter_runs_direct(nchw_twin(params));
+  return g.layout == CONVJIT_NHWC && copied <= kMaxCopiedFloats && !backward_filter_runs_channels_in_lanes(g) &&
+         backward_filter_runs_direct(nchw_twin(params));
 }
 
 void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,

@@ -1,0 +1,16 @@
+#include "conv_depthwise_backward_filter_impl.hpp"
+#include "kernel_isa.hpp"
+#include "simd_avx512.hpp"
+
+namespace convjit::detail::avx512 {
+
+bool depthwise_backward_filter_supported(const ConvGeometry& g) {
+  return g.layout == CONVJIT_NHWC && g.ic_per_group == 1 && g.oc_per_group == 1 && g.taps <= kDepthwiseFilterMaxTaps &&
+         jit::host_has(jit::Isa::Avx512) && process_isa_cap() >= jit::Isa::Avx512;
+}
+
+void depthwise_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
+  run_depthwise_backward_filter<Avx512Floats>(g, threads, x, dy, dw);
+}
+
+}  // namespace convjit::detail::avx512
