@@ -15,7 +15,9 @@ bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
   if (!make_conv_geometry(c.conv, g).ok()) return false;
   convjit_conv_params forward = c.conv;
   if (c.op == CONVJIT_OP_CONV_BACKWARD_DATA) {
-    if (!backward_data_as_forward(*g, c.conv, &forward) || !make_conv_geometry(forward, g).ok()) return false;
+    const bool as_forward = strided_pointwise_backward_data_as_forward(*g, c.conv, &forward) ||
+                            backward_data_as_forward(*g, c.conv, &forward);
+    if (!as_forward || !make_conv_geometry(forward, g).ok()) return false;
   }
   if (nhwc_runs_as_nchw(*g)) *g = nchw_twin(forward);
   return true;

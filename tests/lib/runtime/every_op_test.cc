@@ -4,8 +4,11 @@
 // runs with the runtime's own thread count, and gives the oracle's result with the same bits on
 // every tier and thread count. Bad input is refused before the op is counted.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -220,6 +223,41 @@ TEST(EveryOp, StridedPointwiseBackwardDataRunsAsAForwardOnEveryTier) {
   if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "none") {
     EXPECT_GT(compiled, 0) << "no strided pointwise backward data reached a compiled kernel";
   }
+}
+
+// The warm start compiles what backward data runs as: a restarted runtime runs stride-1 and
+// strided pointwise backward data on compiled kernels from their first call.
+TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
+  char dir_template[] = "/tmp/convjit-every-op-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  Policy p = policy_with(Backend::Auto, 1);
+  p.cache_dir = dir;
+  const OpCall stride_one = conv_call(
+      Op::ConvBackwardData, conv(2, Layout::NCHW, 2, 8, 12, 1, {16, 19, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), 1);
+  const OpCall pointwise =
+      conv_call(Op::ConvBackwardData, conv(2, Layout::NHWC, 1, 16, 24, 1, {14, 13, 1}, {1, 1, 1}, {2, 2, 1}), 2);
+  bool has_backend = false;
+  {
+    Runtime first(p);
+    for (int i = 0; i < 3; ++i) {
+      stride_one.run(first);
+      pointwise.run(first);
+    }
+    has_backend = first.stats().backend != "none";
+  }
+  if (!has_backend) GTEST_SKIP() << "no JIT backend on this host: nothing is saved";
+  Runtime second(p);
+  stride_one.run(second);
+  pointwise.run(second);
+  const RuntimeStats s = second.stats();
+  ASSERT_EQ(s.configurations.size(), 2u);
+  for (const ConfigStats& c : s.configurations) {
+    EXPECT_EQ(c.state, "jit") << describe(c.dims);
+    EXPECT_EQ(c.calls_generic, 0) << describe(c.dims) << ": calls before its kernel arrived";
+  }
+  std::remove((dir + "/hot-configurations").c_str());
+  rmdir(dir.c_str());
 }
 
 // One problem as several ops is several configurations.
