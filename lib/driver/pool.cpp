@@ -80,7 +80,7 @@ template <typename Body>
 void for_each_output(const PoolGeometry& g, int threads, Body&& body) {
   const ChannelBlocks blocks = channel_blocks(g);
   const int64_t out_pixels = g.out[0] * g.out[1] * g.out[2];
-  const int64_t taps = g.window[0] * g.window[1] * g.window[2];
+  const double taps = double(g.window[0]) * double(g.window[1]) * double(g.window[2]);
   parallel_for(threads, g.batch * blocks.count, double(g.batch) * g.channels * out_pixels * taps, [&](int64_t task) {
     const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
     const int64_t c1 = std::min(g.channels, c0 + blocks.size);
@@ -140,9 +140,7 @@ struct ForwardBody {
     return nhwc != nullptr;
   }
 
-  float divisor(const Window& win) const {
-    return float(g.exclude_padding ? win.real_taps() : g.window[0] * g.window[1] * g.window[2]);
-  }
+  float divisor(const Window& win) const { return g.exclude_padding ? float(win.real_taps()) : window_taps(g); }
 
   void begin(int64_t, int64_t, int64_t) {}
   void pixel(int64_t n, int64_t c0, int64_t c1, int64_t y_offset, const Window& win) {
@@ -234,7 +232,8 @@ template <PoolOp Op>
 void forward(const PoolGeometry& g, int threads, float p, const float* x, float* y) {
   if (g.layout == Layout::NCHW) {
     const ChannelBlocks blocks = channel_blocks(g);
-    const double taps = double(g.out[0] * g.out[1] * g.out[2]) * g.window[0] * g.window[1] * g.window[2];
+    const double taps =
+        double(g.out[0] * g.out[1] * g.out[2]) * double(g.window[0]) * double(g.window[1]) * double(g.window[2]);
     parallel_for(threads, g.batch * blocks.count, taps * double(g.batch * g.channels), [&](int64_t task) {
       const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
       for (int64_t c = c0; c < std::min(g.channels, c0 + blocks.size); ++c) forward_plane_nchw<Op>(g, p, x, y, n, c);
@@ -282,8 +281,8 @@ struct BackwardBody {
           }
         });
       } else if (op == PoolOp::Mean) {
-        const int64_t divisor = g.exclude_padding ? win.real_taps() : g.window[0] * g.window[1] * g.window[2];
-        const float share = divisor == 0 ? 0.0f : grad / float(divisor);
+        const float divisor = g.exclude_padding ? float(win.real_taps()) : window_taps(g);
+        const float share = divisor == 0 ? 0.0f : grad / divisor;
         for_each_tap(g, win, [&](int64_t offset) { dx[image + offset + c * cs] += share; });
       } else {
         const float norm = y[yc];

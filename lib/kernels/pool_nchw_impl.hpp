@@ -50,7 +50,7 @@ void nchw_interior(const PoolGeometry& g, const float* plane, int64_t o0, int64_
                    float* y_row) {
   int64_t o[3] = {o0, o1, first};
   const Window win = clip_window(g, o);  // the same for every output of the run but for origin[2]
-  const float divisor = float(g.exclude_padding ? win.real_taps() : g.window[0] * g.window[1] * g.window[2]);
+  const float divisor = g.exclude_padding ? float(win.real_taps()) : window_taps(g);
   Window at = win;
   int64_t ow = first;
   for (; ow + kPoolRowVectors * F::kLanes <= first + count; ow += kPoolRowVectors * F::kLanes) {

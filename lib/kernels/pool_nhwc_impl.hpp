@@ -25,7 +25,7 @@ struct TapList {
 
 inline TapList list_taps(const PoolGeometry& g) {
   TapList list;
-  if (g.window[0] * g.window[1] * g.window[2] > TapList::kMaxTaps) return list;
+  if (double(g.window[0]) * double(g.window[1]) * double(g.window[2]) > double(TapList::kMaxTaps)) return list;
   list.count = 0;
   for (int64_t a = 0; a < g.window[0]; ++a) {
     for (int64_t b = 0; b < g.window[1]; ++b) {
@@ -43,7 +43,7 @@ inline TapList list_taps(const PoolGeometry& g) {
 template <typename Tap>
 inline __attribute__((always_inline)) void for_each_real_tap(const PoolGeometry& g, const TapList& list,
                                                              const Window& win, Tap&& tap) {
-  if (list.count >= 0 && win.real_taps() == g.window[0] * g.window[1] * g.window[2]) {
+  if (list.count >= 0 && win.real_taps() == list.count) {  // a listed window has at most kMaxTaps
     const int64_t origin =
         win.origin[0] * g.x.spatial[0] + win.origin[1] * g.x.spatial[1] + win.origin[2] * g.x.spatial[2];
     for (int64_t t = 0; t < list.count; ++t) tap(origin + list.offset[t]);
@@ -104,7 +104,7 @@ void run_pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, flo
                            int64_t c1) {
   const float* image = x + n * g.x.batch;
   const TapList list = list_taps(g);
-  const float window_size = float(g.window[0] * g.window[1] * g.window[2]);
+  const float window_size = window_taps(g);
   auto pixels = [&](auto vectors, auto max, int64_t c, typename F::Mask tail) {
     for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
       const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
@@ -168,7 +168,7 @@ template <typename F>
 void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy,
                             float* dx, int64_t n, int64_t c0, int64_t c1) {
   const TapList list = list_taps(g);
-  const float window_size = float(g.window[0] * g.window[1] * g.window[2]);
+  const float window_size = window_taps(g);
   const bool max = op == PoolOp::Max;
   const float* x_image = max ? x + n * g.x.batch : nullptr;
   float* dx_image = dx + n * g.x.batch;

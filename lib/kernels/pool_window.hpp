@@ -15,6 +15,12 @@ namespace {
 // all of them.
 constexpr int64_t kNhwcPoolChannelBlock = 64;
 
+// The window's taps, padding included, as a float (mean pooling's divisor). In double: a window
+// reaching far into huge padding may have more taps than int64 holds.
+inline float window_taps(const PoolGeometry& g) {
+  return float(double(g.window[0]) * double(g.window[1]) * double(g.window[2]));
+}
+
 // The real taps of one output pixel: index t of dim d is real for t in [lo[d], hi[d]).
 struct Window {
   int64_t origin[3];  // input coordinate of tap 0

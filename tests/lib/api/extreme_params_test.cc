@@ -4,9 +4,11 @@
 // (tests/sanitizers) no kernel may form a pointer outside its buffers on the way.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "convjit/ops.hpp"
 #include "support/op_checks.hpp"
 #include "support/random_shapes.hpp"
 
@@ -92,6 +94,44 @@ TEST(ExtremeParameters, EveryPoolOpMatchesTheReference) {
     EXPECT_TRUE(check_meanpool_backward(shapes[i], 700 + i)) << "case " << i;
     EXPECT_TRUE(check_lpnormpool_forward(shapes[i], 2.0f, 800 + i)) << "case " << i;
     EXPECT_TRUE(check_lpnormpool_backward(shapes[i], 2.0f, 900 + i)) << "case " << i;
+  }
+}
+
+// A window with more taps than int64 holds (3 x 2^62: it reaches far into huge padding, one tap of
+// it real): the real taps are pooled, mean pooling divides by the window's size as a float, and
+// nothing overflows on the way (the sanitizer build checks that). The fuzzer found the overflow.
+TEST(ExtremeParameters, AWindowWithMoreTapsThanInt64Holds) {
+  constexpr int64_t kWide = int64_t(1) << 62;
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    PoolDims d;
+    d.rank = 2;
+    d.layout = layout;
+    d.channels = 2;
+    d.in_size = {4, 1, 1};
+    d.window = {3, kWide, 1};
+    d.stride = {1, 1, 1};
+    d.pad_begin = {0, kWide - 1, 0};  // the window's last W tap is the only real one
+    std::vector<float> x(8);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) - 2.5f;
+    std::vector<float> y(4), mean(4), dx(8, -1.0f), dy = {1.0f, 2.0f, 3.0f, 4.0f};
+    maxpool_forward(d, x.data(), y.data());
+    meanpool_forward(d, x.data(), mean.data());
+    auto at = [&](int64_t h, int64_t c) { return layout == Layout::NCHW ? c * 4 + h : h * 2 + c; };
+    const float divisor = float(3.0 * double(kWide));
+    for (int64_t c = 0; c < 2; ++c) {
+      for (int64_t oh = 0; oh < 2; ++oh) {
+        const size_t o = size_t(layout == Layout::NCHW ? c * 2 + oh : oh * 2 + c);
+        const float a = x[size_t(at(oh, c))], b = x[size_t(at(oh + 1, c))], e = x[size_t(at(oh + 2, c))];
+        EXPECT_EQ(y[o], std::max(std::max(a, b), e)) << "max, channel " << c << ", row " << oh;
+        EXPECT_EQ(mean[o], ((0.0f + a) + b + e) / divisor) << "mean, channel " << c << ", row " << oh;
+      }
+    }
+    meanpool_backward(d, dy.data(), dx.data());
+    for (float v : dx) EXPECT_TRUE(v >= 0.0f && v < 1e-18f) << v << ": the shares of a window of 3 x 2^62 taps";
+    maxpool_backward(d, x.data(), y.data(), dy.data(), dx.data());
+    float routed = 0;
+    for (float v : dx) routed += v;
+    EXPECT_EQ(routed, 1.0f + 2.0f + 3.0f + 4.0f) << "every window's gradient routed to one tap";
   }
 }
 
