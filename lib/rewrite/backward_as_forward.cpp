@@ -84,14 +84,14 @@ void spread_strided_pointwise(const ConvGeometry& g, const float* grid, float* d
     for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
       for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
         for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
-          int64_t at = 0;
+          int64_t i[3];
           bool inside = true;
           for (int d = 0; d < 3; ++d) {
-            const int64_t i = o[d] * g.stride[d] - g.pad_begin[d];
-            inside &= i >= 0 && i < g.in[d];
-            at += i * g.x.spatial[d];
+            i[d] = o[d] * g.stride[d] - g.pad_begin[d];
+            inside &= i[d] >= 0 && i[d] < g.in[d];
           }
-          if (!inside) continue;
+          if (!inside) continue;  // the offset only then: huge padding times a stride would overflow
+          const int64_t at = i[0] * g.x.spatial[0] + i[1] * g.x.spatial[1] + i[2] * g.x.spatial[2];
           const int64_t pixel = (o[0] * g.out[1] + o[1]) * g.out[2] + o[2];
           for (int64_t c = 0; c < g.in_channels; ++c) {
             const float v =
