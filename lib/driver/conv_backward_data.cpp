@@ -38,6 +38,15 @@ int64_t backward_data_row_tile(const ConvGeometry& g) {
   return std::clamp<int64_t>(ow_tile, kTileCols, (g.out[2] + kTileCols - 1) / kTileCols * kTileCols);
 }
 
+bool backward_data_runs_channels_in_lanes(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  return avx512::depthwise_backward_data_supported(g) || avx2::depthwise_backward_data_supported(g);
+#else
+  (void)g;
+  return false;
+#endif
+}
+
 bool run_depthwise_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, int64_t ow_tile,
                                  float* dx) {
 #if defined(__x86_64__)

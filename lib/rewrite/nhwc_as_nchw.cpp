@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "conv_forward.hpp"
-#include "isa.hpp"
 #include "ops_internal.hpp"
 #include "threads.hpp"
 #include "transpose.hpp"
@@ -57,13 +56,30 @@ void transpose_images(int64_t images, int64_t pixels, int64_t channels, const fl
 
 }  // namespace
 
+namespace {
+
+// The problem of `params` in `layout`: valid, as only the layout differs from a valid problem.
+ConvGeometry conv_twin(const convjit_conv_params& params, int32_t layout) {
+  convjit_conv_params twin = params;
+  twin.layout = layout;
+  ConvGeometry g;
+  make_conv_geometry(twin, &g);
+  return g;
+}
+
+// Floats of x and y together: what a layout twin copies of the activations.
+int64_t activation_floats(const ConvGeometry& g) {
+  return g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels());
+}
+
+}  // namespace
+
 bool nhwc_runs_as_nchw(const ConvGeometry& g) {
 #if defined(__x86_64__)
   // Depthwise with one channel per group has an NHWC kernel of its own (lanes across groups); the
   // NCHW direct kernels take stride 1 or 2 along W.
   const bool depthwise = g.ic_per_group == 1 && g.oc_per_group == 1;
-  const int64_t copied = g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels()) +
-                         g.out_channels * g.reduction;
+  const int64_t copied = activation_floats(g) + g.out_channels * g.reduction;
   return g.layout == CONVJIT_NHWC && g.oc_per_group <= kDirectMaxOutputChannels && !depthwise &&
          (g.stride[2] == 1 || g.stride[2] == 2) && copied <= kMaxCopiedFloats;
 #else
@@ -73,11 +89,7 @@ bool nhwc_runs_as_nchw(const ConvGeometry& g) {
 }
 
 ConvGeometry nchw_twin(const convjit_conv_params& params) {
-  convjit_conv_params nchw = params;
-  nchw.layout = CONVJIT_NCHW;
-  ConvGeometry g;
-  make_conv_geometry(nchw, &g);  // valid: only the layout differs from a valid problem
-  return g;
+  return conv_twin(params, CONVJIT_NCHW);
 }
 
 NchwCopies copy_to_nchw(const ConvGeometry& g, const convjit_conv_params& params, const float* x, const float* w,
@@ -100,8 +112,7 @@ void copy_output_to_nhwc(const ConvGeometry& g, const NchwCopies& copies, float*
 }
 
 bool nhwc_backward_filter_runs_as_nchw(const ConvGeometry& g, const convjit_conv_params& params) {
-  const int64_t copied = g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels()) +
-                         g.out_channels * g.reduction;
+  const int64_t copied = activation_floats(g) + g.out_channels * g.reduction;
   return g.layout == CONVJIT_NHWC && copied <= kMaxCopiedFloats && !backward_filter_runs_channels_in_lanes(g) &&
          backward_filter_runs_direct(nchw_twin(params));
 }
@@ -121,14 +132,9 @@ void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& p
   transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_oihw, dw, false, 1);
 }
 
-bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g) {
-  const int64_t copied = g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels());
-#if defined(__x86_64__)
-  const bool kernel = jit::host_has(jit::Isa::Avx2Fma);
-#else
-  const bool kernel = false;
-#endif
-  return kernel && g.layout == CONVJIT_NCHW && g.ic_per_group == 1 && g.oc_per_group == 1 && copied <= kMaxCopiedFloats;
+bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params) {
+  return g.layout == CONVJIT_NCHW && activation_floats(g) <= kMaxCopiedFloats &&
+         backward_data_runs_channels_in_lanes(conv_twin(params, CONVJIT_NHWC));
 }
 
 void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads,
@@ -139,15 +145,8 @@ void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_p
   float* dy_nhwc = copies;
   float* dx_nhwc = copies + dy_floats;
   transpose_images(g.batch, out_pixels, g.out_channels, dy, dy_nhwc, false, threads);
-  convjit_conv_params nhwc = params;
-  nhwc.layout = CONVJIT_NHWC;
-  ConvGeometry twin;
-  make_conv_geometry(nhwc, &twin);  // valid: only the layout differs from a valid problem
   // Depthwise weights are [channel][tap] in OIHW and in OHWI alike.
-  if (!run_depthwise_backward_data(twin, threads, dy_nhwc, w, backward_data_row_tile(g), dx_nhwc)) {
-    run_conv_backward_data(g, threads, dy, w, dx);  // no kernel after all: the NCHW path, the same bits
-    return;
-  }
+  run_depthwise_backward_data(conv_twin(params, CONVJIT_NHWC), threads, dy_nhwc, w, backward_data_row_tile(g), dx_nhwc);
   transpose_images(g.batch, in_pixels, g.in_channels, dx_nhwc, dx, true, threads);
 }
 

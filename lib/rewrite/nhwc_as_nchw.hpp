@@ -38,7 +38,7 @@ void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& p
 // is NHWC's (the channels in the lanes), so an NCHW one runs as its NHWC twin on a transposed copy
 // of dy, in the NCHW problem's own order (its row tile), and dx is transposed back: the bits of
 // the NCHW register-tile path.
-bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g);
+bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params);
 void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads,
                                      const float* dy, const float* w, float* dx);
 

@@ -167,7 +167,7 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
     return detail::Status::success();
   }
   if (!detail::backward_data_as_forward(g, *params, &forward)) {
-    const bool as_nhwc = detail::nchw_depthwise_backward_data_runs_as_nhwc(g);
+    const bool as_nhwc = detail::nchw_depthwise_backward_data_runs_as_nhwc(g, *params);
     run_on_tier0(c, [&](int threads) {
       if (as_nhwc) {
         detail::depthwise_backward_data_as_nhwc(g, *params, threads, dy, w, dx);
