@@ -47,7 +47,7 @@ typedef struct convjit_conv_tile {
   float* y;            /* y at (n, first output channel, od, oh, ow) */
   int64_t oc_count, od, oh, ow, pixel_count;
   int32_t relu;        /* activation: 0 identity, 1 relu */
-  const float* packed_weights;  /* what the kernel's prepare made of this tile's weights, or NULL */
+  const float* packed_weights; /* packing kernels: the tile's weights as the driver packed them, else NULL */
   float* scratch;      /* this thread's scratch, 64-byte aligned */
   int64_t scratch_floats;
   /* Row kernels only: x points at the input of tap (0,0,0) unflipped for pixel ow, input channel 0,
@@ -57,16 +57,15 @@ typedef struct convjit_conv_tile {
 } convjit_conv_tile;
 
 typedef void (*convjit_conv_tile_fn)(const convjit_conv_problem* problem, const convjit_conv_tile* tile);
-/* Optional: repacks the weights of oc_count channels from w into packed (prepare_floats floats), once
- * before a run of tiles of those channels. */
-typedef void (*convjit_conv_prepare_fn)(const convjit_conv_problem* problem, const float* w, int64_t oc_count,
-                                        float* packed);
 
 /* What a tier registers. */
 typedef struct convjit_conv_kernel {
   convjit_conv_tile_fn compute;
-  convjit_conv_prepare_fn prepare;  /* NULL: none */
-  int64_t oc_block;                 /* output channels one prepare covers (0: any) */
+  /* 1: the kernel reads its tile's weights k-major, packed[k * oc_block + j] = w[j][k] for the
+   * tile's channels j < oc_count and zeros up to oc_block, which the driver packs once before a
+   * run of tiles of those channels (a transpose: lib/driver/packed_weights.hpp). */
+  int32_t packs_weights;
+  int64_t oc_block;                 /* packing kernels: output channels per tile, at most (0: any) */
   int64_t min_row_pixels;           /* row kernels: shorter segments go to the generic tile */
   int64_t row_lanes;                /* row kernels: output pixels per vector (the driver's flattening reads it) */
   int32_t row_kernel;               /* 1: takes one output row segment and an input view */

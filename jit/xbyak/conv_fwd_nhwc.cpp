@@ -19,21 +19,6 @@ alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};  // AVX2's c
 constexpr int kMaxVectors = 4;                                            // plan_nhwc's widest block
 constexpr int kMaxPixelGroups = 4;
 
-// packed[k][j] = w[j][k] for the tile's oc_count <= oc_block channels, zero for the missing ones.
-template <int oc_block>
-void pack_weights(const convjit_conv_problem* p, const float* w, int64_t oc_count, float* packed) {
-  const int64_t k_count = p->reduction;
-  for (int64_t k = 0; k < k_count; ++k) {
-    float* row = packed + k * oc_block;
-    for (int64_t j = 0; j < oc_count; ++j) row[j] = w[j * k_count + k];
-    std::fill(row + oc_count, row + oc_block, 0.0f);
-  }
-}
-
-convjit_conv_prepare_fn pack_weights_for(int oc_block) {
-  return oc_block == 16 ? pack_weights<16> : oc_block == 32 ? pack_weights<32> : pack_weights<64>;
-}
-
 #define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
 #define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
 
@@ -425,11 +410,11 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
     return false;
   }
   convjit_conv_kernel kernel{};
-  kernel.prepare = pack_weights_for(plan.oc_block());
+  kernel.packs_weights = 1;
   kernel.oc_block = plan.oc_block();
   kernel.row_kernel = 1;
   kernel.min_row_pixels = plan.min_row_pixels();
-  kernel.row_lanes = 1;  // pixels are not in the lanes (and prepared kernels are never flattened)
+  kernel.row_lanes = 1;  // pixels are not in the lanes (and packing kernels are never flattened)
   return emit_kernel(
       key, kernel, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
 }

@@ -1,6 +1,6 @@
 // Xbyak generator of NHWC forward tiles: per block of output pixels of one row, a block of output
 // channels in vectors per pixel; inputs broadcast from x (channels contiguous), weights read from
-// a [k][oc_block] repacking that the kernel's prepare makes once per channel block. One emitter
+// a [k][oc_block] packing that the driver makes once per channel block. One emitter
 // for every ISA: it reads the plan, and the plan reads the key (whose ISA gives the traits).
 #pragma once
 

@@ -8,6 +8,7 @@
 
 #include "backend.hpp"
 #include "geometry.hpp"
+#include "packed_weights.hpp"
 #include "row_views.hpp"
 #include "threads.hpp"
 
@@ -31,11 +32,11 @@ struct TileNeeds {
   bool packs_patches;
   // Pixel tiles are multiples of it (the tile's panel width).
   int64_t pixel_granule;
-  // Channel chunks are multiples of it (the register tile's rows, or a prepare block).
+  // Channel chunks are multiples of it (the register tile's rows, or a packing kernel's block).
   int64_t oc_granule;
   // Tiles start and end at row boundaries (flattened row kernels).
   bool whole_rows;
-  // The threads' tasks come from channel chunks before pixel tiles (a prepared kernel packs its
+  // The threads' tasks come from channel chunks before pixel tiles (a packing kernel's tiles pack their
   // weights per tile: more pixel tiles pack them again, more chunks do not).
   bool channels_first;
 };
@@ -125,7 +126,7 @@ bool any_tap_reads_padding(const ConvGeometry& g) {
   return reads_padding(g, origin, extent);
 }
 
-// A row kernel without prepare takes any channel count and loops over channel blocks inside each
+// A row kernel that packs no weights takes any channel count and loops over channel blocks inside each
 // row, so a tile writes every channel's plane a row at a time: many interleaved write streams. With
 // few FMAs per output those writes are the bottleneck, and the tile goes kFewStreamsChannels
 // channels at a time over all its rows instead (its input, re-read per block, is small then too);
@@ -135,7 +136,8 @@ constexpr int64_t kFewStreamsChannels = 4;
 constexpr int64_t kFewStreamsMaxReduction = 64;
 
 bool writes_few_streams(const ConvGeometry& g, const convjit_conv_kernel* specialized) {
-  return specialized && specialized->row_kernel && !specialized->prepare && g.reduction <= kFewStreamsMaxReduction;
+  return specialized && specialized->row_kernel && !specialized->packs_weights &&
+         g.reduction <= kFewStreamsMaxReduction;
 }
 
 // A tile through a row kernel, segment by segment.
@@ -150,7 +152,7 @@ void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit
   });
 }
 
-// A tile through a prepared row kernel, rows outside: each segment's view is made once and every
+// A tile through a packing row kernel, rows outside: each segment's view is made once and every
 // channel block of [first_oc, end_oc) runs on it, its weights packed again per segment. y_tile is
 // y at (n, channel 0, od, first pixel of the tile).
 void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn generic,
@@ -165,7 +167,7 @@ void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn ge
       block.y = y_tile + oc * g.y.channel + done * g.y.spatial[2];
       block.oc_count = std::min(specialized.oc_block, end_oc - oc);
       if (viewed) {
-        specialized.prepare(&g, block.w, block.oc_count, packed);
+        pack_weights_k_major(g, block.w, block.oc_count, specialized.oc_block, packed);
         specialized.compute(&g, &block);
       } else {
         generic(&g, &block);
@@ -178,10 +180,10 @@ void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn ge
 struct ForwardPlan {
   convjit_conv_tile_fn generic;
   const convjit_conv_kernel* specialized;
-  bool prepared;    // the kernel packs the weights of oc_block channels ahead of the scratch
+  bool packed;      // the kernel reads the weights of oc_block channels packed ahead of the scratch
   bool flat;        // tiles of whole rows go to the row kernel as one flattened segment
-  bool rows_outer;  // a prepared row kernel's rows outside its channel blocks
-  int64_t oc_block, prepared_floats;
+  bool rows_outer;  // a packing row kernel's rows outside its channel blocks
+  int64_t oc_block, packed_floats;
   ForwardTiling tiling;
   ConvGeometry grid_g;  // flat only: g with y.channel = the scratch floats of the largest tile's grid
 };
@@ -192,15 +194,15 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
   ForwardPlan p{};
   p.generic = kernels.generic->tile;
   p.specialized = specialized;
-  p.prepared = specialized && specialized->prepare;
+  p.packed = specialized && specialized->packs_weights;
   // A problem too small to share runs on the calling thread: tile it for one, not into pieces.
   if (g.flops() < kParallelWorkThreshold) threads = 1;
-  p.flat = specialized && specialized->row_kernel && !p.prepared && jit::flattens_rows(g, *specialized);
-  // A prepared kernel's tiles each pack their channels' weights and copy the input rows they read:
+  p.flat = specialized && specialized->row_kernel && !p.packed && jit::flattens_rows(g, *specialized);
+  // A packing kernel's tiles each pack their channels' weights and copy the input rows they read:
   // where the weights are the larger, tasks split channels before pixels, else pixels
   // (bench/RESULTS.md, "Why the tier rules ...").
   const bool packs_more_weights =
-      p.prepared && g.reduction * g.oc_per_group > g.ic_per_group * g.in[0] * g.in[1] * g.in[2];
+      p.packed && g.reduction * g.oc_per_group > g.ic_per_group * g.in[0] * g.in[1] * g.in[2];
   // A flattened plane cut into pixel tiles for the threads gives the kernel short segments (two
   // rows of a 7x7 plane: 18 grid pixels for 64-pixel blocks): then the tasks split channels.
   bool short_flat_tiles = false;
@@ -214,7 +216,7 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
   p.tiling = plan_tiling(g, threads,
                          {.packs_patches = !specialized && kernels.generic->packs_patches,
                           .pixel_granule = kernels.generic->pixel_granule,
-                          .oc_granule = p.prepared ? specialized->oc_block : kernels.generic->oc_granule,
+                          .oc_granule = p.packed ? specialized->oc_block : kernels.generic->oc_granule,
                           .whole_rows = p.flat,
                           .channels_first = packs_more_weights || short_flat_tiles});
   // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
@@ -224,10 +226,10 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
     p.grid_g.y.channel =
         p.tiling.pixel_tile / g.out[2] * std::max(g.x.spatial[1], g.out[2] + (g.kernel[2] - 1) * g.dilation[2]);
   }
-  p.oc_block = p.prepared                             ? specialized->oc_block
+  p.oc_block = p.packed                             ? specialized->oc_block
                : writes_few_streams(g, specialized) ? kFewStreamsChannels
                                                     : p.tiling.oc_chunk;
-  // A prepared row kernel's loops: channel blocks outside (each block's weights packed once, its
+  // A packing row kernel's loops: channel blocks outside (each block's weights packed once, its
   // rows' padded views rebuilt per block unless the tile has a band), or rows outside (views built
   // once, weights packed per row), whichever copies less. A long padded row of many channels
   // (conv1d_audio, too long for a band) wants the latter; without padding views are never copies
@@ -236,9 +238,9 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
   const double view_floats = double(g.ic_per_group) * double(g.kernel[0]) * double(g.kernel[1]) *
                              (double(g.out[2] - 1) * double(g.stride[2]) +
                               double(g.kernel[2] - 1) * double(g.dilation[2]) + 1);
-  p.rows_outer = p.prepared && specialized->row_kernel && any_tap_reads_padding(g) &&
+  p.rows_outer = p.packed && specialized->row_kernel && any_tap_reads_padding(g) &&
                  view_floats > double(g.reduction) * double(p.oc_block);
-  p.prepared_floats = p.prepared ? g.reduction * p.oc_block : 0;
+  p.packed_floats = p.packed ? g.reduction * p.oc_block : 0;
   return p;
 }
 
@@ -258,7 +260,7 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
   const int64_t first_oc = group * g.oc_per_group + oc_chunk * tiling.oc_chunk;
   const int64_t end_oc = std::min(first_oc + tiling.oc_chunk, (group + 1) * g.oc_per_group);
   const int64_t first_pixel = pixel_tile * tiling.pixel_tile;
-  float* scratch = thread_scratch(size_t(p.prepared_floats) + kScratchFloats);
+  float* scratch = thread_scratch(size_t(p.packed_floats) + kScratchFloats);
   convjit_conv_tile tile;
   tile.x = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
   tile.od = od;
@@ -266,8 +268,8 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
   tile.ow = first_pixel % g.out[2];
   tile.pixel_count = std::min(tiling.pixel_tile, pixels - first_pixel);
   tile.relu = relu;
-  tile.packed_weights = p.prepared ? scratch : nullptr;
-  tile.scratch = scratch + p.prepared_floats;
+  tile.packed_weights = p.packed ? scratch : nullptr;
+  tile.scratch = scratch + p.packed_floats;
   tile.scratch_floats = int64_t(kScratchFloats);
   // A row kernel's tile copies its padded input once, for all its channel blocks.
   const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile, p.flat) : InputBand{};
@@ -286,7 +288,7 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
       p.generic(&g, &tile);
       continue;
     }
-    if (p.prepared) specialized->prepare(&g, tile.w, tile.oc_count, scratch);
+    if (p.packed) pack_weights_k_major(g, tile.w, tile.oc_count, specialized->oc_block, scratch);
     if (specialized->row_kernel)
       run_rows(g, p.generic, *specialized, tile, band);
     else

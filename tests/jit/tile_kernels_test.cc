@@ -4,7 +4,7 @@
 // padded problems), strides and dilations, both layouts and modes, bias and relu. Tier 0's tile
 // rows (lib/kernels/forward_kernels.cpp) take tiles as the driver makes them; each backend's
 // compiled row kernels take row segments with their input views (lib/driver/row_views.hpp), and
-// prepared ones their packed weights. y is filled with a sentinel NaN with guard zones on both
+// packing ones their packed weights. y is filled with a sentinel NaN with guard zones on both
 // sides: the tile's outputs must match the oracle, every other float must be left as it was.
 #include <gtest/gtest.h>
 
@@ -20,6 +20,7 @@
 #include "forward_kernels.hpp"
 #include "gemm_tile.hpp"
 #include "jit_support.hpp"
+#include "packed_weights.hpp"
 #include "row_views.hpp"
 #include "threads.hpp"
 
@@ -406,7 +407,7 @@ TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs)
     ++compiled;
     const convjit_conv_kernel& kernel = out.kernel;
     ASSERT_TRUE(kernel.row_kernel) << out.name;
-    const int64_t max_oc = kernel.prepare ? kernel.oc_block : 64;
+    const int64_t max_oc = kernel.packs_weights ? kernel.oc_block : 64;
     AlignedFloats packed = aligned_floats(std::max<int64_t>(1, g.reduction * max_oc));
     const std::vector<TileSpot> spots = row_spots(g, kernel.min_row_pixels, max_oc);
     segments += int64_t(spots.size());
@@ -416,8 +417,8 @@ TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs)
                              t.scratch_floats, &t)) {
         continue;  // its padded copy does not fit the scratch: the driver gives it to tier 0
       }
-      if (kernel.prepare) {
-        kernel.prepare(&g, t.w, t.oc_count, packed.get());
+      if (kernel.packs_weights) {
+        detail::pack_weights_k_major(g, t.w, t.oc_count, kernel.oc_block, packed.get());
         t.packed_weights = packed.get();
       }
       kernel.compute(&g, &t);

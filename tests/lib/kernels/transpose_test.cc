@@ -1,6 +1,7 @@
 // lib/kernels/transpose: the layout copies' matrix transpose, each build the host has, on shapes
 // around its 8 x 8 blocks and 16-column strips (and rows 4 KiB apart, which take 8-column strips),
-// against the element-by-element definition; nothing outside the destination is written.
+// against the element-by-element definition, with destination rows packed or further apart;
+// nothing outside the destination is written.
 #include "transpose.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "isa.hpp"
+#include "packed_weights.hpp"
 
 namespace convjit::testing {
 namespace {
@@ -18,27 +20,61 @@ TEST(Transpose, EveryBuildMatchesTheDefinition) {
   struct Build {
     const char* name;
     bool available;
-    void (*transpose)(int64_t, int64_t, const float*, float*);
+    void (*transpose)(int64_t, int64_t, const float*, float*, int64_t);
   };
-  const Build builds[] = {{"widest", true, detail::transpose_matrix},
+  void (*widest)(int64_t, int64_t, const float*, float*, int64_t) = detail::transpose_matrix;
+  const Build builds[] = {{"widest", true, widest},
                           {"avx2", jit::host_has(jit::Isa::Avx2Fma), detail::avx2::transpose_matrix}};
   for (const Build& b : builds) {
     if (!b.available) continue;
     for (int64_t rows : {1, 7, 8, 9, 16, 23, 64, 1024}) {
       for (int64_t cols : {1, 3, 8, 15, 16, 17, 24, 33, 70}) {
-        SCOPED_TRACE(std::string(b.name) + " " + std::to_string(rows) + " x " + std::to_string(cols));
-        std::vector<float> src(size_t(rows * cols));
-        for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) + 0.5f;
-        std::vector<float> dst(src.size() + 32, NAN);  // 16 guard floats each side
-        b.transpose(rows, cols, src.data(), dst.data() + 16);
+        for (int64_t gap : {0, 5}) {
+          const int64_t stride = rows + gap;
+          SCOPED_TRACE(std::string(b.name) + " " + std::to_string(rows) + " x " + std::to_string(cols) +
+                       ", destination rows " + std::to_string(stride) + " apart");
+          std::vector<float> src(size_t(rows * cols));
+          for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) + 0.5f;
+          std::vector<float> dst(size_t(cols * stride) + 32, NAN);  // 16 guard floats each side
+          b.transpose(rows, cols, src.data(), dst.data() + 16, stride);
+          int wrong = 0, touched_gaps = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            for (int64_t r = 0; r < rows; ++r) wrong += dst[size_t(16 + c * stride + r)] != src[size_t(r * cols + c)];
+            for (int64_t r = rows; r < stride; ++r) touched_gaps += !std::isnan(dst[size_t(16 + c * stride + r)]);
+          }
+          EXPECT_EQ(wrong, 0);
+          EXPECT_EQ(touched_gaps, 0);
+          for (int i = 0; i < 16; ++i) {
+            EXPECT_TRUE(std::isnan(dst[size_t(i)]) && std::isnan(dst[dst.size() - 1 - size_t(i)])) << "guard " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The driver's packing for kernels that read weights k-major: whole and partial channel blocks
+// (zeros past oc_count), reductions around the transpose's blocks.
+TEST(PackedWeights, KMajorWithZerosPastTheTilesChannels) {
+  for (int64_t oc_block : {16, 32}) {
+    for (int64_t oc_count : {int64_t(1), oc_block - 3, oc_block}) {
+      for (int64_t reduction : {1, 9, 27, 4608}) {
+        SCOPED_TRACE("block " + std::to_string(oc_block) + ", " + std::to_string(oc_count) + " channels, k " +
+                     std::to_string(reduction));
+        detail::ConvGeometry g{};
+        g.reduction = reduction;
+        std::vector<float> w(size_t(oc_count * reduction));
+        for (size_t i = 0; i < w.size(); ++i) w[i] = float(i) + 0.25f;
+        std::vector<float> packed(size_t(reduction * oc_block), NAN);
+        detail::pack_weights_k_major(g, w.data(), oc_count, oc_block, packed.data());
         int wrong = 0;
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t c = 0; c < cols; ++c) wrong += dst[size_t(16 + c * rows + r)] != src[size_t(r * cols + c)];
+        for (int64_t k = 0; k < reduction; ++k) {
+          for (int64_t j = 0; j < oc_block; ++j) {
+            const float want = j < oc_count ? w[size_t(j * reduction + k)] : 0.0f;
+            wrong += !(packed[size_t(k * oc_block + j)] == want);
+          }
         }
         EXPECT_EQ(wrong, 0);
-        for (int i = 0; i < 16; ++i) {
-          EXPECT_TRUE(std::isnan(dst[size_t(i)]) && std::isnan(dst[dst.size() - 1 - size_t(i)])) << "guard " << i;
-        }
       }
     }
   }
