@@ -5,14 +5,14 @@
 namespace convjit::detail {
 namespace {
 
-void transpose_portable(int64_t rows, int64_t cols, const float* src, float* dst, int64_t dst_stride) {
+void transpose_portable(int64_t rows, int64_t cols, ConstRows src, Rows dst) {
   constexpr int64_t kTile = 16;  // 16 strided rows stay in L1
   for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
     const int64_t r1 = r0 + kTile < rows ? r0 + kTile : rows;
     for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
       const int64_t c1 = c0 + kTile < cols ? c0 + kTile : cols;
       for (int64_t c = c0; c < c1; ++c) {
-        for (int64_t r = r0; r < r1; ++r) dst[c * dst_stride + r] = src[r * cols + c];
+        for (int64_t r = r0; r < r1; ++r) dst.data[c * dst.stride + r] = src.data[r * src.stride + c];
       }
     }
   }
@@ -20,11 +20,11 @@ void transpose_portable(int64_t rows, int64_t cols, const float* src, float* dst
 
 }  // namespace
 
-void transpose_matrix(int64_t rows, int64_t cols, const float* src, float* dst, int64_t dst_stride) {
+void transpose_matrix(int64_t rows, int64_t cols, ConstRows src, Rows dst) {
 #if defined(__x86_64__)
-  if (jit::host_has(jit::Isa::Avx2Fma)) return avx2::transpose_matrix(rows, cols, src, dst, dst_stride);
+  if (jit::host_has(jit::Isa::Avx2Fma)) return avx2::transpose_matrix(rows, cols, src, dst);
 #endif
-  transpose_portable(rows, cols, src, dst, dst_stride);
+  transpose_portable(rows, cols, src, dst);
 }
 
 }  // namespace convjit::detail

@@ -9,15 +9,25 @@
 
 namespace convjit::detail {
 
-// The widest build the host has (transpose.cpp). dst rows are dst_stride >= rows floats apart
-// (the floats between them are left alone).
-void transpose_matrix(int64_t rows, int64_t cols, const float* src, float* dst, int64_t dst_stride);
+// Rows of a matrix within a larger one: row r at data + r * stride (stride >= the row's length;
+// the floats between rows are neither read nor written).
+struct ConstRows {
+  const float* data;
+  int64_t stride;
+};
+struct Rows {
+  float* data;
+  int64_t stride;
+};
+
+// The widest build the host has (transpose.cpp): dst[c][r] = src[r][c] for r < rows, c < cols.
+void transpose_matrix(int64_t rows, int64_t cols, ConstRows src, Rows dst);
 inline void transpose_matrix(int64_t rows, int64_t cols, const float* src, float* dst) {
-  transpose_matrix(rows, cols, src, dst, rows);
+  transpose_matrix(rows, cols, {src, cols}, {dst, rows});
 }
 
 namespace avx2 {
-void transpose_matrix(int64_t rows, int64_t cols, const float* src, float* dst, int64_t dst_stride);
+void transpose_matrix(int64_t rows, int64_t cols, ConstRows src, Rows dst);
 }  // namespace avx2
 
 }  // namespace convjit::detail

@@ -15,27 +15,28 @@ inline void transpose_block(const float* src, int64_t src_stride, float* dst, in
 
 }  // namespace
 
-void transpose_matrix(int64_t rows, int64_t cols, const float* src, float* dst, int64_t dst_stride) {
+void transpose_matrix(int64_t rows, int64_t cols, ConstRows src, Rows dst) {
   // Sixteen columns of src at a time (a cache line of each row), down all its rows, so each
   // destination row is written front to back; eight when destination rows are a multiple of 4 KiB
   // apart (32 x 32 images): sixteen such rows share one L1 set, more than its ways.
-  const int64_t strip_columns = (dst_stride * int64_t(sizeof(float))) % 4096 == 0 ? 8 : 16;
+  const int64_t strip_columns = (dst.stride * int64_t(sizeof(float))) % 4096 == 0 ? 8 : 16;
   int64_t c = 0;
   for (; c + 8 <= cols; c += 16) {
     const int64_t strips = c + strip_columns <= cols ? strip_columns / 8 : 1;
     int64_t r = 0;
     for (; r + 8 <= rows; r += 8) {
       for (int64_t s = 0; s < strips; ++s) {
-        transpose_block(src + r * cols + c + 8 * s, cols, dst + (c + 8 * s) * dst_stride + r, dst_stride);
+        transpose_block(src.data + r * src.stride + c + 8 * s, src.stride, dst.data + (c + 8 * s) * dst.stride + r,
+                        dst.stride);
       }
     }
     for (; r < rows; ++r) {
-      for (int64_t j = c; j < c + 8 * strips; ++j) dst[j * dst_stride + r] = src[r * cols + j];
+      for (int64_t j = c; j < c + 8 * strips; ++j) dst.data[j * dst.stride + r] = src.data[r * src.stride + j];
     }
     if (strips == 1) c -= 8;  // 8 columns done, not 16
   }
   for (; c < cols; ++c) {
-    for (int64_t r = 0; r < rows; ++r) dst[c * dst_stride + r] = src[r * cols + c];
+    for (int64_t r = 0; r < rows; ++r) dst.data[c * dst.stride + r] = src.data[r * src.stride + c];
   }
   _mm256_zeroupper();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "threads.hpp"
+#include "transpose.hpp"
 
 namespace convjit::detail {
 
@@ -30,25 +31,16 @@ void transpose_weights(const ConvGeometry& g, const float* w, float* w_t) {
   for (int64_t group = 0; group < g.groups; ++group) {
     const float* src = w + group * ocg * g.reduction;
     float* dst = w_t + group * icg * ocg * taps;
-    if (g.layout == CONVJIT_NCHW) {  // runs of taps, contiguous on both sides
-      for (int64_t oc = 0; oc < ocg; ++oc) {
-        for (int64_t ic = 0; ic < icg; ++ic) {
-          for (int64_t t = 0; t < taps; ++t) dst[ic * ocg * taps + oc * taps + t] = src[oc * g.reduction + ic * taps + t];
-        }
+    if (g.layout == CONVJIT_NHWC || taps == 1) {  // per tap an [oc][ic] -> [ic][oc] transpose
+      for (int64_t t = 0; t < taps; ++t) {
+        transpose_matrix(ocg, icg, {src + t * icg, g.reduction}, {dst + t * ocg, ocg * taps});
       }
       continue;
     }
-    // NHWC: per tap an [oc][ic] -> [ic][oc] transpose, in 16 x 16 tiles that stay in cache.
-    constexpr int64_t kTile = 16;
-    for (int64_t t = 0; t < taps; ++t) {
-      for (int64_t oc0 = 0; oc0 < ocg; oc0 += kTile) {
-        for (int64_t ic0 = 0; ic0 < icg; ic0 += kTile) {
-          for (int64_t oc = oc0; oc < std::min(ocg, oc0 + kTile); ++oc) {
-            for (int64_t ic = ic0; ic < std::min(icg, ic0 + kTile); ++ic) {
-              dst[ic * ocg * taps + t * ocg + oc] = src[oc * g.reduction + t * icg + ic];
-            }
-          }
-        }
+    // NCHW: runs of taps, contiguous on both sides.
+    for (int64_t oc = 0; oc < ocg; ++oc) {
+      for (int64_t ic = 0; ic < icg; ++ic) {
+        for (int64_t t = 0; t < taps; ++t) dst[ic * ocg * taps + oc * taps + t] = src[oc * g.reduction + ic * taps + t];
       }
     }
   }

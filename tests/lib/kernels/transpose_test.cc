@@ -1,6 +1,6 @@
 // lib/kernels/transpose: the layout copies' matrix transpose, each build the host has, on shapes
 // around its 8 x 8 blocks and 16-column strips (and rows 4 KiB apart, which take 8-column strips),
-// against the element-by-element definition, with destination rows packed or further apart;
+// against the element-by-element definition, with rows packed or further apart on either side;
 // nothing outside the destination is written.
 #include "transpose.hpp"
 
@@ -20,9 +20,9 @@ TEST(Transpose, EveryBuildMatchesTheDefinition) {
   struct Build {
     const char* name;
     bool available;
-    void (*transpose)(int64_t, int64_t, const float*, float*, int64_t);
+    void (*transpose)(int64_t, int64_t, detail::ConstRows, detail::Rows);
   };
-  void (*widest)(int64_t, int64_t, const float*, float*, int64_t) = detail::transpose_matrix;
+  void (*widest)(int64_t, int64_t, detail::ConstRows, detail::Rows) = detail::transpose_matrix;
   const Build builds[] = {{"widest", true, widest},
                           {"avx2", jit::host_has(jit::Isa::Avx2Fma), detail::avx2::transpose_matrix}};
   for (const Build& b : builds) {
@@ -30,16 +30,21 @@ TEST(Transpose, EveryBuildMatchesTheDefinition) {
     for (int64_t rows : {1, 7, 8, 9, 16, 23, 64, 1024}) {
       for (int64_t cols : {1, 3, 8, 15, 16, 17, 24, 33, 70}) {
         for (int64_t gap : {0, 5}) {
-          const int64_t stride = rows + gap;
-          SCOPED_TRACE(std::string(b.name) + " " + std::to_string(rows) + " x " + std::to_string(cols) +
-                       ", destination rows " + std::to_string(stride) + " apart");
-          std::vector<float> src(size_t(rows * cols));
-          for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) + 0.5f;
+          // Rows gap floats longer than the matrix on both sides; the source's gaps hold NaN.
+          const int64_t src_stride = cols + gap, stride = rows + gap;
+          SCOPED_TRACE(std::string(b.name) + " " + std::to_string(rows) + " x " + std::to_string(cols) + ", rows " +
+                       std::to_string(gap) + " floats longer");
+          std::vector<float> src(size_t(rows * src_stride), NAN);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < cols; ++c) src[size_t(r * src_stride + c)] = float(r * cols + c) + 0.5f;
+          }
           std::vector<float> dst(size_t(cols * stride) + 32, NAN);  // 16 guard floats each side
-          b.transpose(rows, cols, src.data(), dst.data() + 16, stride);
+          b.transpose(rows, cols, {src.data(), src_stride}, {dst.data() + 16, stride});
           int wrong = 0, touched_gaps = 0;
           for (int64_t c = 0; c < cols; ++c) {
-            for (int64_t r = 0; r < rows; ++r) wrong += dst[size_t(16 + c * stride + r)] != src[size_t(r * cols + c)];
+            for (int64_t r = 0; r < rows; ++r) {
+              wrong += dst[size_t(16 + c * stride + r)] != src[size_t(r * src_stride + c)];
+            }
             for (int64_t r = rows; r < stride; ++r) touched_gaps += !std::isnan(dst[size_t(16 + c * stride + r)]);
           }
           EXPECT_EQ(wrong, 0);
