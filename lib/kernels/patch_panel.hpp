@@ -1,9 +1,9 @@
 // Backward filter's panels: up to kTileCols patch rows (weights k0 .. k0 + rows - 1) of `count`
 // output pixels laid out pixel by pixel, value (k, p) at dst[p * kTileCols + k - k0], zeros for the
 // rows past `rows` and outside each row's real pixels: the B operand of the register tile. A
-// transpose of the patch rows in 8 x 8 register blocks (AVX2; each block row loaded where it is
-// wholly real with stride 1 or 2, gathered value by value where not), the last pixels element by
-// element; a copy, so every build gives the same panel.
+// transpose of the patch rows, in 8 x 8 register blocks where each of its rows is wholly padding
+// or wholly real with stride 1 or 2 (AVX2), element by element elsewhere; a copy, so every build
+// gives the same panel.
 #pragma once
 
 #include <cstdint>
