@@ -64,30 +64,131 @@ bool strided_pointwise_backward_data_as_forward(const ConvGeometry& g, const con
   return true;
 }
 
-void spread_strided_pointwise(const ConvGeometry& g, const float* grid, float* dx, int threads) {
-  // The grid is the forward's output: g's output pixels, g's input channels, in g's layout.
+bool strided_backward_data_phases(const ConvGeometry& g, const convjit_conv_params& p, BackwardDataPhases* phases) {
+  const int lead = 3 - p.rank;  // normalized dims before the problem's own
+  int64_t sub_kernel[3], residues[3];
+  bool strided = false;
+  double phase_weight_floats = double(g.out_channels) * double(g.ic_per_group);
+  for (int d = 0; d < 3; ++d) {
+    const int64_t s = g.stride[d], k = g.kernel[d];
+    strided |= s > 1;
+    if (s > 1 && (g.dilation[d] != 1 || k < s)) return false;
+    sub_kernel[d] = (k + s - 1) / s;
+    if (sub_kernel[d] > kMaxPhaseKernel) return false;
+    residues[d] = std::min(s, g.in[d]);
+    phase_weight_floats *= double(sub_kernel[d]) * double(residues[d]);
+  }
+  if (!strided || phase_weight_floats > double(kMaxTransposedWeights)) return false;
+  if (residues[0] * residues[1] * residues[2] > kMaxBackwardDataPhases) return false;
+  phases->count = 0;
+  int64_t r[3];
+  for (r[0] = 0; r[0] < residues[0]; ++r[0]) {
+    for (r[1] = 0; r[1] < residues[1]; ++r[1]) {
+      for (r[2] = 0; r[2] < residues[2]; ++r[2]) {
+        BackwardDataPhase& phase = phases->phase[phases->count++];
+        convjit_conv_params& f = phase.forward;
+        f = p;
+        f.in_channels = p.out_channels;
+        f.out_channels = p.in_channels;
+        f.mode = CONVJIT_CROSS_CORRELATION;  // phase_weights reverses the taps (and applies the mode)
+        for (int d = 0; d < 3; ++d) {
+          const int64_t s = g.stride[d], k = g.kernel[d];
+          int64_t pad_begin, pad_end;
+          if (s == 1) {  // as backward_data_as_forward: every tap, padding halo - pad
+            const int64_t halo = (k - 1) * g.dilation[d];
+            phase.residue[d] = phase.first_tap[d] = 0;
+            phase.grid[d] = g.in[d];
+            pad_begin = halo - g.pad_begin[d];
+            pad_end = halo - (d < lead ? 0 : p.pad_end[d - lead]);
+          } else {
+            const int64_t first_tap = (r[d] + g.pad_begin[d]) % s, c = (r[d] + g.pad_begin[d] - first_tap) / s;
+            phase.residue[d] = r[d];
+            phase.first_tap[d] = first_tap;
+            phase.grid[d] = (g.in[d] - r[d] + s - 1) / s;
+            pad_begin = sub_kernel[d] - 1 - c;
+            pad_end = phase.grid[d] - g.out[d] - pad_begin + sub_kernel[d] - 1;
+          }
+          if (pad_begin < 0 || pad_end < 0) return false;  // a phase reading past dy: not a padding
+          if (d < lead) continue;
+          f.in_size[d - lead] = g.out[d];
+          f.kernel[d - lead] = sub_kernel[d];
+          f.stride[d - lead] = 1;
+          f.dilation[d - lead] = s == 1 ? g.dilation[d] : 1;
+          f.pad_begin[d - lead] = pad_begin;
+          f.pad_end[d - lead] = pad_end;
+        }
+        ConvGeometry checked;
+        if (!make_conv_geometry(f, &checked).ok()) return false;
+      }
+    }
+  }
+  return true;
+}
+
+void phase_weights(const ConvGeometry& g, const BackwardDataPhase& phase, const float* w, float* w_phase) {
+  // Forward tap t' along a dim of stride s is the phase's tap j = k' - 1 - t', the original tap
+  // kh = kh0 + j * s (zero weight past the kernel); unstrided dims: kh = k - 1 - t'. The mode
+  // picks the original weight of tap kh: w[kh], or w[k - 1 - kh] for convolution.
+  int64_t sub_kernel[3], tap_of[3][kMaxPhaseKernel];
+  bool real[3][kMaxPhaseKernel];
+  for (int d = 0; d < 3; ++d) {
+    const int64_t s = g.stride[d], k = g.kernel[d];
+    sub_kernel[d] = s == 1 ? k : (k + s - 1) / s;
+    for (int64_t t = 0; t < sub_kernel[d]; ++t) {
+      const int64_t kh = s == 1 ? k - 1 - t : phase.first_tap[d] + (sub_kernel[d] - 1 - t) * s;
+      real[d][t] = kh < k;
+      tap_of[d][t] = g.flip ? k - 1 - kh : kh;
+    }
+  }
+  const int64_t icg = g.ic_per_group, ocg = g.oc_per_group;
+  const int64_t sub_taps = sub_kernel[0] * sub_kernel[1] * sub_kernel[2];
   const bool nchw = g.layout == CONVJIT_NCHW;
-  const int64_t out_pixels = g.out_pixels(), grid_image = g.in_channels * out_pixels;
-  parallel_for(threads, g.batch, double(g.batch) * double(g.x.batch), [&](int64_t n) {
+  for (int64_t group = 0; group < g.groups; ++group) {
+    const float* src = w + group * ocg * g.reduction;
+    float* dst = w_phase + group * icg * ocg * sub_taps;
+    for (int64_t ic = 0; ic < icg; ++ic) {
+      int64_t t = 0;
+      for (int64_t td = 0; td < sub_kernel[0]; ++td) {
+        for (int64_t th = 0; th < sub_kernel[1]; ++th) {
+          for (int64_t tw = 0; tw < sub_kernel[2]; ++tw, ++t) {
+            const bool is_real = real[0][td] && real[1][th] && real[2][tw];
+            const int64_t tap = (tap_of[0][td] * g.kernel[1] + tap_of[1][th]) * g.kernel[2] + tap_of[2][tw];
+            for (int64_t oc = 0; oc < ocg; ++oc) {
+              const float v = is_real ? src[oc * g.reduction + (nchw ? ic * g.taps + tap : tap * icg + ic)] : 0.0f;
+              dst[ic * ocg * sub_taps + (nchw ? oc * sub_taps + t : t * ocg + oc)] = v;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void spread_grid(const ConvGeometry& g, const GridPlacement& placement, const float* grid, float* dx, bool zero_first,
+                 int threads) {
+  const bool nchw = g.layout == CONVJIT_NCHW;
+  const int64_t* size = placement.size;
+  const int64_t grid_pixels = size[0] * size[1] * size[2], grid_image = g.in_channels * grid_pixels;
+  parallel_for(threads, g.batch, double(g.batch) * double(grid_image), [&](int64_t n) {
     float* dx_image = dx + n * g.x.batch;
-    std::fill(dx_image, dx_image + g.x.batch, 0.0f);
+    if (zero_first) std::fill(dx_image, dx_image + g.x.batch, 0.0f);
     const float* grid_image_start = grid + n * grid_image;
-    int64_t o[3];
-    for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
-      for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
-        for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
+    int64_t q[3];
+    for (q[0] = 0; q[0] < size[0]; ++q[0]) {
+      for (q[1] = 0; q[1] < size[1]; ++q[1]) {
+        for (q[2] = 0; q[2] < size[2]; ++q[2]) {
           int64_t i[3];
           bool inside = true;
           for (int d = 0; d < 3; ++d) {
-            i[d] = o[d] * g.stride[d] - g.pad_begin[d];
+            i[d] = q[d] * g.stride[d] + placement.origin[d];
             inside &= i[d] >= 0 && i[d] < g.in[d];
           }
           if (!inside) continue;  // the offset only then: huge padding times a stride would overflow
           const int64_t at = i[0] * g.x.spatial[0] + i[1] * g.x.spatial[1] + i[2] * g.x.spatial[2];
-          const int64_t pixel = (o[0] * g.out[1] + o[1]) * g.out[2] + o[2];
+          const int64_t pixel = (q[0] * size[1] + q[1]) * size[2] + q[2];
           for (int64_t c = 0; c < g.in_channels; ++c) {
             const float v =
-                nchw ? grid_image_start[c * out_pixels + pixel] : grid_image_start[pixel * g.in_channels + c];
+                nchw ? grid_image_start[c * grid_pixels + pixel] : grid_image_start[pixel * g.in_channels + c];
             dx_image[at + c * g.x.channel] = 0.0f + v;
           }
         }

@@ -27,8 +27,47 @@ void transpose_weights(const ConvGeometry& g, const float* w, float* w_t);
 // True when g is one: fills *forward (dy -> the dense grid of those inputs, stride 1, no padding).
 bool strided_pointwise_backward_data_as_forward(const ConvGeometry& g, const convjit_conv_params& params,
                                                 convjit_conv_params* forward);
-// dx of g from `grid`, the output of that forward: zeros, and 0 + grid at the inputs it covers
-// (the register-tile path's sum onto a zeroed dx).
-void spread_strided_pointwise(const ConvGeometry& g, const float* grid, float* dx, int threads);
+
+// Backward data with stride > 1, dilation 1 along the strided dims and kernels at least as long
+// as the stride there, as stride-1 forward convolutions, one per phase of dx: along a dim of
+// stride s, the inputs i = s * q + r (residue r) are met only by the taps kh = kh0 + j * s with
+// kh0 = (r + pad) mod s, from outputs q + c - j, c = (r + pad - kh0) / s. So the phase is the
+// forward convolution of dy with those taps (channels transposed, taps reversed) under padding
+// k' - 1 - c, into a dense grid of its inputs, which is then spread onto dx. Every phase takes the
+// same kernel, k' = ceil(k / s) taps per strided dim, the taps a phase lacks as zero weights
+// (exactly nothing for finite dy: the forward's chain starts at +0), so one compiled forward kernel
+// serves all the phases of a configuration, and every tier runs the same chains.
+inline constexpr int kMaxBackwardDataPhases = 64;
+inline constexpr int64_t kMaxPhaseKernel = 64;  // taps of a phase's kernel per dim
+struct BackwardDataPhase {
+  convjit_conv_params forward;  // dy -> the phase's grid
+  int64_t residue[3];           // r along D, H, W (normalized: 0 along unstrided dims)
+  int64_t first_tap[3];         // kh0 along each dim (0 along unstrided dims)
+  int64_t grid[3];              // the grid's size: the phase's inputs along each dim
+};
+struct BackwardDataPhases {
+  int count = 0;
+  BackwardDataPhase phase[kMaxBackwardDataPhases];
+};
+// True when g (params) can run so: fills *phases (phases with no inputs, where dx is shorter
+// than the stride, are left out).
+bool strided_backward_data_phases(const ConvGeometry& g, const convjit_conv_params& params, BackwardDataPhases* phases);
+// The weights of phase's forward from g's weights w.
+void phase_weights(const ConvGeometry& g, const BackwardDataPhase& phase, const float* w, float* w_phase);
+
+// dx of g from a grid of its inputs, in g's layout with g's input channels: grid position q goes
+// to input stride * q + origin (per dim; positions outside dx are dropped), as 0 + grid (the
+// register-tile path's sum onto a zeroed dx). zero_first: dx is zeroed before (where the grid
+// does not cover it all).
+struct GridPlacement {
+  int64_t size[3];
+  int64_t origin[3];
+};
+void spread_grid(const ConvGeometry& g, const GridPlacement& placement, const float* grid, float* dx, bool zero_first,
+                 int threads);
+// Strided pointwise's grid: g's output pixels, at the inputs they sit on; the rest of dx zero.
+inline GridPlacement strided_pointwise_placement(const ConvGeometry& g) {
+  return {{g.out[0], g.out[1], g.out[2]}, {-g.pad_begin[0], -g.pad_begin[1], -g.pad_begin[2]}};
+}
 
 }  // namespace convjit::detail

@@ -2,8 +2,9 @@
 // detector slot (no lock), count the call, and run the slot's specialized kernel if one has
 // arrived for this specialization key, else the generic tier; the call that makes a
 // configuration hot requests its compile (once: the slot's state moves Cold -> Queued by
-// compare-and-swap) or declines it, saying why. Ops that no backend compiles yet (backward
-// filter, backward data that is not a forward, pooling) are counted, timed and declined the same
+// compare-and-swap) or declines it, saying why. Backward data runs as forwards where it can
+// (stride 1; strided pointwise; the phases of other strides). Ops that no backend compiles yet
+// (backward filter, the rest of backward data, pooling) are counted, timed and declined the same
 // way, and run on tier 0.
 #include <chrono>
 #include <cstdio>
@@ -43,6 +44,20 @@ void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, Run&& run) {
     (compiled ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);
     (compiled ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+// One forward call of g (as given: params) on the kernels chosen for what runs it: g, or its NCHW
+// twin (as_nchw) on copies of its operands.
+void run_forward_call(const detail::ConvGeometry& g, const convjit_conv_params& params, bool as_nchw,
+                      const detail::ConvGeometry& runs, const detail::ForwardKernels& kernels, int threads,
+                      const float* x, const float* w, const float* bias, bool relu, float* y) {
+  if (!as_nchw) {
+    detail::run_conv_forward(runs, kernels, threads, x, w, bias, relu, y);
+    return;
+  }
+  const detail::NchwCopies nchw = detail::copy_to_nchw(g, params, x, w, threads);
+  detail::run_conv_forward(runs, kernels, threads, nchw.x, nchw.w, bias, relu, nchw.y);
+  detail::copy_output_to_nhwc(g, nchw, y, threads);
 }
 
 int32_t pool_op_code(detail::PoolOp op, bool backward) {
@@ -94,14 +109,53 @@ void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeomet
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, runs, params.rank, relu, &reading);
   run_sampled(slot, calls, compiled != nullptr, [&] {
-    const detail::ForwardKernels kernels = detail::select_tier(runs, compiled, isa_cap_);
-    if (!as_nchw) {
-      detail::run_conv_forward(runs, kernels, threads, x, w, bias, relu, y);
-      return;
+    run_forward_call(g, params, as_nchw, runs, detail::select_tier(runs, compiled, isa_cap_), threads, x, w, bias, relu,
+                     y);
+  });
+}
+
+void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detail::ConvGeometry& g,
+                                             const convjit_conv_params& params,
+                                             const detail::BackwardDataPhases& phases, const float* dy, const float* w,
+                                             float* dx) {
+  uint64_t id;
+  int64_t calls;
+  ConfigSlot& slot = count_call(c, &id, &calls);
+  const int threads = this->threads();
+  // Every phase has the same kernel size and channels: the first phase's compiled kernel serves
+  // every phase with its key (a phase whose rows take another ISA runs on tier 0).
+  detail::ConvGeometry first;
+  detail::make_conv_geometry(phases.phase[0].forward, &first);  // checked by the rule
+  const bool as_nchw = detail::nhwc_runs_as_nchw(first);
+  auto runs_of = [&](const detail::BackwardDataPhase& phase, const detail::ConvGeometry& pg) {
+    return as_nchw ? detail::nchw_twin(phase.forward) : pg;
+  };
+  const detail::ConvGeometry first_runs = runs_of(phases.phase[0], first);
+  std::optional<detail::GracePeriods::Reader> reading;
+  const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, first_runs, params.rank, false, &reading);
+  const jit::SpecKey compiled_key = compiled ? spec_key(first_runs, params.rank, false) : jit::SpecKey{};
+  run_sampled(slot, calls, compiled != nullptr, [&] {
+    int64_t grid_floats = 0;
+    for (int i = 0; i < phases.count; ++i) {
+      const int64_t* grid = phases.phase[i].grid;
+      grid_floats = std::max(grid_floats, g.batch * g.in_channels * grid[0] * grid[1] * grid[2]);
     }
-    const detail::NchwCopies nchw = detail::copy_to_nchw(g, params, x, w, threads);
-    detail::run_conv_forward(runs, kernels, threads, nchw.x, nchw.w, bias, relu, nchw.y);
-    detail::copy_output_to_nhwc(g, nchw, y, threads);
+    float* grid = detail::thread_rewrite_outputs(size_t(grid_floats));
+    float* w_phase = detail::thread_operands(size_t(first.out_channels * first.reduction));
+    for (int i = 0; i < phases.count; ++i) {
+      const detail::BackwardDataPhase& phase = phases.phase[i];
+      detail::ConvGeometry pg;
+      detail::make_conv_geometry(phase.forward, &pg);
+      const detail::ConvGeometry runs = runs_of(phase, pg);
+      const bool same_key = compiled && spec_key(runs, params.rank, false) == compiled_key;
+      detail::phase_weights(g, phase, w, w_phase);
+      run_forward_call(pg, phase.forward, as_nchw, runs,
+                       detail::select_tier(runs, same_key ? compiled : nullptr, isa_cap_), threads, dy, w_phase,
+                       nullptr, false, grid);
+      detail::spread_grid(
+          g, {{phase.grid[0], phase.grid[1], phase.grid[2]}, {phase.residue[0], phase.residue[1], phase.residue[2]}},
+          grid, dx, false, threads);
+    }
   });
 }
 
@@ -163,7 +217,11 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
     detail::transpose_weights(g, w, w_t);
     float* grid = detail::thread_rewrite_outputs(size_t(g.batch * g.in_channels * g.out_pixels()));
     run_forward(c, forward_geometry, forward, dy, w_t, nullptr, false, grid);
-    detail::spread_strided_pointwise(g, grid, dx, threads());
+    detail::spread_grid(g, detail::strided_pointwise_placement(g), grid, dx, true, threads());
+    return detail::Status::success();
+  }
+  if (detail::BackwardDataPhases phases; detail::strided_backward_data_phases(g, *params, &phases)) {
+    run_backward_data_phases(c, g, *params, phases, dy, w, dx);
     return detail::Status::success();
   }
   if (!detail::backward_data_as_forward(g, *params, &forward)) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "backend.hpp"
+#include "backward_as_forward.hpp"
 #include "config_table.hpp"
 #include "convjit/runtime.hpp"
 #include "forward_kernels.hpp"
@@ -65,6 +66,12 @@ struct Runtime::Impl {
   // compiled kernel of what runs (g, or its NCHW twin) once one has arrived, else tier 0.
   void run_forward(const detail::Configuration& c, const detail::ConvGeometry& g, const convjit_conv_params& params,
                    const float* x, const float* w, const float* bias, bool relu, float* y);
+  // Backward data g (params) of configuration c as the forward convolutions of its phases
+  // (lib/rewrite/backward_as_forward.hpp), one call counted: the first phase's compiled kernel
+  // runs every phase with its key, tier 0 the rest.
+  void run_backward_data_phases(const detail::Configuration& c, const detail::ConvGeometry& g,
+                                const convjit_conv_params& params, const detail::BackwardDataPhases& phases,
+                                const float* dy, const float* w, float* dx);
   // The compiled kernel for g in configuration c's slot, requesting or declining it when the
   // configuration turns hot; null while none has arrived. *reading is held from before the kernel
   // is read until the call has run it.

@@ -15,7 +15,10 @@ bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
   if (!make_conv_geometry(c.conv, g).ok()) return false;
   convjit_conv_params forward = c.conv;
   if (c.op == CONVJIT_OP_CONV_BACKWARD_DATA) {
-    const bool as_forward = strided_pointwise_backward_data_as_forward(*g, c.conv, &forward) ||
+    BackwardDataPhases phases;
+    const bool as_phases = strided_backward_data_phases(*g, c.conv, &phases);
+    if (as_phases) forward = phases.phase[0].forward;
+    const bool as_forward = strided_pointwise_backward_data_as_forward(*g, c.conv, &forward) || as_phases ||
                             backward_data_as_forward(*g, c.conv, &forward);
     if (!as_forward || !make_conv_geometry(forward, g).ok()) return false;
   }

@@ -21,7 +21,8 @@ ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* com
                            jit::Isa max_isa = jit::Isa::Avx512);
 
 // The forward problem whose compiled kernel runs configuration c, after the rewrite rules: a
-// forward convolution or a backward data that runs as one (stride 1, or strided pointwise), NHWC
+// forward convolution or a backward data that runs as one (stride 1, strided pointwise, or the
+// first of its phases: they share its kernel), NHWC
 // problems with few channels as their NCHW twin. dispatch.cpp applies the same rules, in this order. False when no
 // compiled kernel can run c (its op has none, or it is invalid).
 bool compiled_forward_problem(const Configuration& c, ConvGeometry* g);

@@ -100,8 +100,8 @@ OpCall pool_call(Op op, const PoolDims& d, uint64_t seed) {
   return call;
 }
 
-// Backward data with stride > 1 and backward filter (no compiled kernels), every pooling op, on
-// random problems of each rank and layout.
+// Backward data with stride > 1 and dilation > 1 (no phases), backward filter (no compiled
+// kernels), every pooling op, on random problems of each rank and layout.
 std::vector<OpCall> tier0_calls() {
   std::vector<OpCall> calls;
   Rng rng(0xE0E0);
@@ -109,7 +109,8 @@ std::vector<OpCall> tier0_calls() {
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
       ConvDims d = random_conv(rng, rank, layout, rank == 2 ? Mode::Convolution : Mode::CrossCorrelation);
       calls.push_back(conv_call(Op::ConvBackwardFilter, d, rng.next()));
-      d.stride[0] = 2;  // not run as a forward
+      d.stride[0] = 2;  // not run as a forward: strided and dilated along one dim
+      d.dilation[0] = 2;
       calls.push_back(conv_call(Op::ConvBackwardData, d, rng.next()));
       const PoolDims pool = random_pool(rng, rank, layout);
       for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward, Op::LpNormPoolForward, Op::MaxPoolBackward,
@@ -225,8 +226,72 @@ TEST(EveryOp, StridedPointwiseBackwardDataRunsAsAForwardOnEveryTier) {
   }
 }
 
-// The warm start compiles what backward data runs as: a restarted runtime runs stride-1 and
-// strided pointwise backward data on compiled kernels from their first call.
+// Backward data with stride > 1 runs as the stride-1 forwards of its phases, on the JIT tier once
+// hot (one kernel for every phase): every tier the generic one's bits and the oracle's values, with
+// kernels longer than the stride, padding, groups, dilation along unstrided dims, both layouts and
+// every rank; counted once per call, as itself.
+TEST(EveryOp, StridedBackwardDataRunsAsItsPhasesOnEveryTier) {
+  Runtime generic(policy_with(Backend::None, 1));
+  Rng rng(0xB0D9);
+  int compiled = 0;
+  for (int i = 0; i < 36; ++i) {
+    const int32_t rank = 1 + i % 3;
+    ConvDims d = random_conv(rng, rank, i % 2 ? Layout::NHWC : Layout::NCHW,
+                             i % 4 < 2 ? Mode::CrossCorrelation : Mode::Convolution);
+    for (int k = 0; k < rank; ++k) {
+      const size_t at = size_t(k);
+      d.stride[at] = 1 + (k + i) % 3;
+      if (d.stride[at] > 1) {
+        d.dilation[at] = 1;
+        d.kernel[at] = d.stride[at] + (i / 3 + k) % 3;
+      }
+      d.pad_begin[at] = std::min<int64_t>((i / 2 + k) % 3, (d.kernel[at] - 1) * d.dilation[at]);
+      d.pad_end[at] = std::min<int64_t>((i / 5 + k) % 2, (d.kernel[at] - 1) * d.dilation[at]);
+      d.in_size[at] += d.kernel[at] * d.dilation[at] + 4 * (rank - k);
+    }
+    d.stride[size_t(rank - 1)] = 2;  // along W at least
+    d.dilation[size_t(rank - 1)] = 1;
+    d.kernel[size_t(rank - 1)] = std::max<int64_t>(d.kernel[size_t(rank - 1)], 2);
+    if (i % 6 == 5) d.in_size[size_t(rank - 1)] += 40;  // rows the compiled kernels take
+    const OpCall call = conv_call(Op::ConvBackwardData, d, rng.next());
+    SCOPED_TRACE(call.context);
+    const std::vector<float> want = call.run(generic);
+    EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
+    Runtime r(policy_with(Backend::Auto, 1 + i % 3));
+    for (int n = 0; n < 3; ++n) EXPECT_TRUE(bitwise_equal("runtime", call.run(r), want, call.out_shape, call.context));
+    const RuntimeStats s = r.stats();
+    ASSERT_EQ(s.configurations.size(), 1u);
+    EXPECT_EQ(s.configurations[0].op, Op::ConvBackwardData);
+    EXPECT_EQ(s.configurations[0].calls_generic + s.configurations[0].calls_jit, 3);
+    compiled += s.configurations[0].calls_jit > 0;
+  }
+  if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "none") {
+    EXPECT_GE(compiled, 4) << "too few strided backward data problems reached a compiled kernel";
+  }
+}
+
+// A 5x5 kernel with stride 2: four phases of 3x3 taps, one compiled 3x3 forward kernel for all.
+TEST(EveryOp, StridedBackwardDataPhasesShareOneKernel) {
+  Runtime generic(policy_with(Backend::None, 1));
+  Runtime r(policy_with(Backend::Auto, 1));
+  const ConvDims d = conv(2, Layout::NCHW, 2, 8, 12, 1, {37, 71, 1}, {5, 5, 1}, {2, 2, 1}, {2, 2, 0});
+  const OpCall call = conv_call(Op::ConvBackwardData, d, 0xB0DA);
+  const std::vector<float> want = call.run(generic);
+  EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(bitwise_equal("call", call.run(r), want, call.out_shape, call.context));
+  const RuntimeStats s = r.stats();
+  if (s.backend == "none") GTEST_SKIP() << "no JIT backend on this host: " << s.backend_unavailable_reason;
+  ASSERT_EQ(s.configurations.size(), 1u);
+  const ConfigStats& c = s.configurations[0];
+  EXPECT_EQ(describe(c.dims), describe(d)) << "the dims as called, not a phase's";
+  EXPECT_EQ(c.state, "jit");
+  EXPECT_EQ(c.kernel.rfind("conv2d_fwd_f32_k3x3_s1", 0), 0u) << c.kernel;
+  EXPECT_EQ(c.calls_generic, 1);
+  EXPECT_EQ(c.calls_jit, 3);
+}
+
+// The warm start compiles what backward data runs as: a restarted runtime runs stride-1, strided
+// pointwise and phased (strided) backward data on compiled kernels from their first call.
 TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
   char dir_template[] = "/tmp/convjit-every-op-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
@@ -237,12 +302,15 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
       Op::ConvBackwardData, conv(2, Layout::NCHW, 2, 8, 12, 1, {16, 19, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), 1);
   const OpCall pointwise =
       conv_call(Op::ConvBackwardData, conv(2, Layout::NHWC, 1, 16, 24, 1, {14, 13, 1}, {1, 1, 1}, {2, 2, 1}), 2);
+  const OpCall phased = conv_call(Op::ConvBackwardData,
+                                  conv(2, Layout::NHWC, 1, 16, 24, 1, {29, 31, 1}, {3, 3, 1}, {2, 2, 1}, {1, 1, 0}), 3);
   bool has_backend = false;
   {
     Runtime first(p);
     for (int i = 0; i < 3; ++i) {
       stride_one.run(first);
       pointwise.run(first);
+      phased.run(first);
     }
     has_backend = first.stats().backend != "none";
   }
@@ -250,8 +318,9 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
   Runtime second(p);
   stride_one.run(second);
   pointwise.run(second);
+  phased.run(second);
   const RuntimeStats s = second.stats();
-  ASSERT_EQ(s.configurations.size(), 2u);
+  ASSERT_EQ(s.configurations.size(), 3u);
   for (const ConfigStats& c : s.configurations) {
     EXPECT_EQ(c.state, "jit") << describe(c.dims);
     EXPECT_EQ(c.calls_generic, 0) << describe(c.dims) << ": calls before its kernel arrived";
