@@ -171,12 +171,13 @@ TEST(EveryOp, IsCountedDeclinedWhenHotAndBitwiseOnEveryThreadCount) {
   }
 }
 
-// Stride-1 backward data is counted as itself and runs the forward kernel it is rewritten to.
-TEST(EveryOp, StrideOneBackwardDataReachesTheJitTierAsItself) {
+// Backward data d, called four times on a runtime that compiles inline: counted as itself, the
+// second call hot, the rest on the compiled forward kernel named kernel_prefix..., every call the
+// generic tier's bits and near the oracle.
+void expect_backward_data_on_forward_kernel(const ConvDims& d, uint64_t seed, const std::string& kernel_prefix) {
   Runtime generic(policy_with(Backend::None, 1));
   Runtime r(policy_with(Backend::Auto, 1));
-  const ConvDims d = conv(2, Layout::NCHW, 2, 8, 12, 1, {16, 19, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0});
-  const OpCall call = conv_call(Op::ConvBackwardData, d, 0xB0D5);
+  const OpCall call = conv_call(Op::ConvBackwardData, d, seed);
   const std::vector<float> want = call.run(generic);
   EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(bitwise_equal("call", call.run(r), want, call.out_shape, call.context));
@@ -187,9 +188,16 @@ TEST(EveryOp, StrideOneBackwardDataReachesTheJitTierAsItself) {
   EXPECT_EQ(c.op, Op::ConvBackwardData);
   EXPECT_EQ(describe(c.dims), describe(d)) << "the dims as called, not the forward's";
   EXPECT_EQ(c.state, "jit");
-  EXPECT_EQ(c.kernel.rfind("conv2d_fwd_f32_k3x3_s1", 0), 0u) << c.kernel;
+  EXPECT_EQ(c.kernel.rfind(kernel_prefix, 0), 0u) << c.kernel;
   EXPECT_EQ(c.calls_generic, 1) << "the second call is hot, compiles inline and runs the kernel";
   EXPECT_EQ(c.calls_jit, 3);
+}
+
+// Stride-1 backward data is counted as itself and runs the forward kernel it is rewritten to.
+TEST(EveryOp, StrideOneBackwardDataReachesTheJitTierAsItself) {
+  expect_backward_data_on_forward_kernel(
+      conv(2, Layout::NCHW, 2, 8, 12, 1, {16, 19, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), 0xB0D5,
+      "conv2d_fwd_f32_k3x3_s1");
 }
 
 // A 1x1 kernel with stride > 1 (ResNet's downsampling shortcut): backward data runs as a 1x1
@@ -272,22 +280,9 @@ TEST(EveryOp, StridedBackwardDataRunsAsItsPhasesOnEveryTier) {
 
 // A 5x5 kernel with stride 2: four phases of 3x3 taps, one compiled 3x3 forward kernel for all.
 TEST(EveryOp, StridedBackwardDataPhasesShareOneKernel) {
-  Runtime generic(policy_with(Backend::None, 1));
-  Runtime r(policy_with(Backend::Auto, 1));
-  const ConvDims d = conv(2, Layout::NCHW, 2, 8, 12, 1, {37, 71, 1}, {5, 5, 1}, {2, 2, 1}, {2, 2, 0});
-  const OpCall call = conv_call(Op::ConvBackwardData, d, 0xB0DA);
-  const std::vector<float> want = call.run(generic);
-  EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
-  for (int i = 0; i < 4; ++i) EXPECT_TRUE(bitwise_equal("call", call.run(r), want, call.out_shape, call.context));
-  const RuntimeStats s = r.stats();
-  if (s.backend == "none") GTEST_SKIP() << "no JIT backend on this host: " << s.backend_unavailable_reason;
-  ASSERT_EQ(s.configurations.size(), 1u);
-  const ConfigStats& c = s.configurations[0];
-  EXPECT_EQ(describe(c.dims), describe(d)) << "the dims as called, not a phase's";
-  EXPECT_EQ(c.state, "jit");
-  EXPECT_EQ(c.kernel.rfind("conv2d_fwd_f32_k3x3_s1", 0), 0u) << c.kernel;
-  EXPECT_EQ(c.calls_generic, 1);
-  EXPECT_EQ(c.calls_jit, 3);
+  expect_backward_data_on_forward_kernel(
+      conv(2, Layout::NCHW, 2, 8, 12, 1, {37, 71, 1}, {5, 5, 1}, {2, 2, 1}, {2, 2, 0}), 0xB0DA,
+      "conv2d_fwd_f32_k3x3_s1");
 }
 
 // The warm start compiles what backward data runs as: a restarted runtime runs stride-1, strided
