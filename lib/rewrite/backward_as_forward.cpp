@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "nhwc_as_nchw.hpp"
+#include "ops_internal.hpp"
 #include "threads.hpp"
 #include "transpose.hpp"
 
@@ -79,6 +81,8 @@ bool strided_backward_data_phases(const ConvGeometry& g, const convjit_conv_para
     phase_weight_floats *= double(sub_kernel[d]) * double(residues[d]);
   }
   if (!strided || phase_weight_floats > double(kMaxTransposedWeights)) return false;
+  // Depthwise: tier 0's kernel with the channels in the lanes beats depthwise forwards of phases.
+  if (backward_data_runs_channels_in_lanes(g) || nchw_depthwise_backward_data_runs_as_nhwc(g, p)) return false;
   if (residues[0] * residues[1] * residues[2] > kMaxBackwardDataPhases) return false;
   phases->count = 0;
   int64_t r[3];
