@@ -2,7 +2,7 @@
 // problem), compiles a specialized kernel for a configuration once it is hot, and runs it from
 // then on, with no change to any type or signature. Results are bitwise identical on every tier
 // and for every thread count. Compiled kernels exist so far for forward convolution (and
-// backward data with stride 1 or a 1x1 kernel, which run as one); the other ops' hot
+// backward data, which runs as forwards, but not strided depthwise); the other ops' hot
 // configurations show as "declined", with the reason.
 //
 // The free functions of ops.hpp use Runtime::process_default(), configured by the environment
