@@ -1,9 +1,9 @@
 // lib/kernels/pool_nhwc and pool_nchw: tier 0's max and mean pooling kernels, per ISA the host
 // has, called directly on random problems (ranks 1-3, channel counts around the vector and block sizes,
-// padding, stride, dilation, exclude_padding) with NaN, ties and signed zeros in x. Each must give
-// the bits of the pooling contract, computed here in float in its order (taps in row-major order
-// from -inf or 0; gradients added to dx in output order, max's to the first tap equal to y), and
-// be within the oracle's tolerance; the ISAs give the same bits.
+// padding, stride, dilation, exclude_padding) with NaN (whole windows of it too), -inf, ties and signed zeros in x.
+// Each must give the bits of the pooling contract, computed here in float in its order (taps in row-major order from
+// -inf or 0; gradients added to dx in output order, max's to the first tap equal to y), and be within the oracle's
+// tolerance; the ISAs give the same bits.
 #include "pool_nhwc.hpp"
 
 #include <gtest/gtest.h>
@@ -142,13 +142,21 @@ std::vector<float> contract_backward(const PoolDims& d, PoolOp op, const std::ve
   return dx;
 }
 
-std::vector<float> awkward_values(Rng& rng, int64_t n, bool ties) {
+// Values with NaN, -inf and signed zeros; `nan_heavy` makes half of them NaN, so whole windows
+// are NaN (max: NaN) or NaN and -inf (max: -inf) too.
+std::vector<float> awkward_values(Rng& rng, int64_t n, bool ties, bool nan_heavy) {
   std::vector<float> v(static_cast<size_t>(n));
+  const double nan_share = nan_heavy ? 0.5 : 0.08;
   for (float& f : v) {
     const double u = rng.uniform(0, 1);
     f = ties ? float(rng.uniform_int(-2, 2)) : float(rng.uniform(-1, 1));
-    if (u < 0.08) f = NAN;
-    if (u >= 0.08 && u < 0.14) f = u < 0.11 ? -0.0f : 0.0f;
+    if (u < nan_share) {
+      f = NAN;
+    } else if (u < nan_share + 0.06) {
+      f = u < nan_share + 0.03 ? -0.0f : 0.0f;
+    } else if (u < nan_share + 0.1) {
+      f = -INFINITY;
+    }
   }
   return v;
 }
@@ -163,7 +171,7 @@ TEST(PoolNhwcKernels, EveryIsaGivesTheContractsBits) {
     d.exclude_padding = i % 5 == 0;
     detail::PoolGeometry g;
     ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
-    const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), i % 2 == 1);
+    const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), i % 2 == 1, i % 3 == 2);
     const std::vector<float> dy = random_floats(rng, ref::pool_output_elements(d));
     for (PoolOp op : {PoolOp::Max, PoolOp::Mean}) {
       const std::string context = std::string(op == PoolOp::Max ? "max " : "mean ") + describe(d);
@@ -222,7 +230,7 @@ TEST(PoolNchwKernels, EveryIsaGivesTheContractsBits) {
     d.exclude_padding = i % 5 == 0;
     detail::PoolGeometry g;
     ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
-    const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), i % 2 == 1);
+    const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), i % 2 == 1, i % 3 == 2);
     for (PoolOp op : {PoolOp::Max, PoolOp::Mean}) {
       const std::string context = std::string(op == PoolOp::Max ? "max " : "mean ") + describe(d);
       const std::vector<float> want = contract_forward(d, op, x);
