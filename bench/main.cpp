@@ -319,24 +319,41 @@ void bm_first_call(benchmark::State& st, const cb::ConvShape* s) {
 // ---------------------------------------------------------------------------------------------
 // Pooling.
 
-void bm_pool_generic(benchmark::State& st, const cb::PoolShape* s, Layout l) {
+// generic: tier 0's runtime; auto: the process default runtime in steady state (its compiled
+// rows where the backend compiles them), labelled with its kernel or state.
+void bm_pool_convjit(benchmark::State& st, const cb::PoolShape* s, Layout l, bool auto_tier) {
   PoolData& d = pool_data(*s, l);
   const convjit::PoolDims dims = s->dims(l);
   const bool max = s->op == "max";
-  try {
+  convjit::Runtime& rt = auto_tier ? convjit::Runtime::process_default() : tier_runtime({convjit::Backend::None});
+  auto run = [&] {
     if (max)
-      convjit::maxpool_forward(dims, d.x.data(), d.y.data());
+      rt.maxpool_forward(dims, d.x.data(), d.y.data());
     else
-      convjit::meanpool_forward(dims, d.x.data(), d.y.data());
+      rt.meanpool_forward(dims, d.x.data(), d.y.data());
+  };
+  try {
+    const int64_t warm = std::max<int64_t>(2, rt.policy().hot_threshold + 1);
+    for (int64_t i = 0; i < warm; ++i) run();
+    rt.wait_for_compiles();
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());
     return;
   }
+  if (auto_tier) {
+    const convjit::Op op = max ? convjit::Op::MaxPoolForward : convjit::Op::MeanPoolForward;
+    const convjit::PoolDims as_called =
+        convjit::PoolDims::from_c(dims.to_c());  // strides resolved, as the stats hold them
+    for (const convjit::ConfigStats& c : rt.stats().configurations) {
+      const convjit::PoolDims& p = c.pool_dims;
+      if (c.op == op && p.layout == dims.layout && p.batch == dims.batch && p.channels == dims.channels &&
+          p.in_size == as_called.in_size && p.window == as_called.window && p.stride == as_called.stride) {
+        st.SetLabel(c.state == "jit" ? c.kernel : c.state);
+      }
+    }
+  }
   for (auto _ : st) {
-    if (max)
-      convjit::maxpool_forward(dims, d.x.data(), d.y.data());
-    else
-      convjit::meanpool_forward(dims, d.x.data(), d.y.data());
+    run();
     benchmark::DoNotOptimize(d.y.data());
     benchmark::ClobberMemory();
   }
@@ -644,9 +661,11 @@ void register_all(const cb::ShapeSet& set) {
     const std::string base = "pool_fwd/" + s.name + "/";
     for (Layout l : {Layout::NCHW, Layout::NHWC}) {
       const std::string lb = base + layout_name(l) + "/";
-      benchmark::RegisterBenchmark((lb + "generic").c_str(), bm_pool_generic, &s, l)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond);
+      for (bool auto_tier : {false, true}) {
+        benchmark::RegisterBenchmark((lb + (auto_tier ? "auto" : "generic")).c_str(), bm_pool_convjit, &s, l, auto_tier)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
       if (l == Layout::NCHW)
         benchmark::RegisterBenchmark((lb + "naive").c_str(), bm_pool_naive, &s)
             ->UseRealTime()

@@ -1,4 +1,5 @@
-// What a JIT backend offers the runtime: compiled forward kernels for specialization keys.
+// What a JIT backend offers the runtime: compiled kernels for specialization keys (forward
+// convolution tiles; Xbyak also max and mean pooling rows).
 // Backends are plain factories (no LLVM or Xbyak type escapes jit/), thread-safe, and never
 // throw: a failed compile is a message, and the configuration stays on the generic tier.
 #pragma once
@@ -7,12 +8,14 @@
 #include <string>
 
 #include "conv_tile_abi.h"
+#include "pool_row_abi.h"
 #include "spec_key.hpp"
 
 namespace convjit::jit {
 
 struct CompiledKernel {
-  convjit_conv_kernel kernel;
+  convjit_conv_kernel kernel;              // forward convolution keys
+  convjit_pool_row_fn pool_row = nullptr;  // pooling keys
   SpecKey key;
   std::string name;
   size_t code_bytes = 0;        // emitted (the stats' figure)
@@ -33,6 +36,13 @@ class Backend {
   // Empty when the key's kernel is expected to beat the generic tier on this problem, else why
   // not (the configuration then stays generic, and the stats say why).
   virtual std::string decline_reason(const convjit_conv_problem& problem, const SpecKey& key) const = 0;
+  // Whether the backend compiles kernels of op (convjit_op) at all: forward convolution, by every
+  // backend; max and mean pooling forward by Xbyak.
+  virtual bool compiles(int32_t op) const { return op == CONVJIT_OP_CONV_FORWARD; }
+  // The ISA of a pooling problem's kernel, at most `cap`, and why its key is not generated (or
+  // empty); asked only where compiles(op).
+  virtual Isa pool_isa_for(const convjit_pool_problem&, Isa cap) const { return cap; }
+  virtual std::string pool_decline_reason(const SpecKey&) const { return {}; }
   // Returns false and sets *error when the key is unsupported or generation fails.
   virtual bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) = 0;
   // The executable bytes compile(key) will map (out->mapped_bytes), where the backend knows them

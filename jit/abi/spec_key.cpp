@@ -27,7 +27,10 @@ std::string SpecKey::name() const {
       if (v[d] != v[first]) return false;
     return true;
   };
-  std::string n = "conv" + std::to_string(rank) + "d_fwd_f32_k" + dims(kernel);
+  const char* family = op == CONVJIT_OP_MAXPOOL_FORWARD    ? "maxpool"
+                       : op == CONVJIT_OP_MEANPOOL_FORWARD ? "meanpool"
+                                                           : "conv";
+  std::string n = family + std::to_string(rank) + "d_fwd_f32_k" + dims(kernel);
   n += "_s" + (uniform(stride) ? std::to_string(stride[first]) : dims(stride));
   if (!all_one(dilation)) n += "_d" + (uniform(dilation) ? std::to_string(dilation[first]) : dims(dilation));
   if (layout == CONVJIT_NHWC) n += "_nhwc";
@@ -41,6 +44,7 @@ std::string SpecKey::name() const {
 
 SpecKey make_spec_key(const convjit_conv_problem& p, int32_t rank, bool relu, Isa isa, bool specialize_sizes) {
   SpecKey k{};
+  k.op = CONVJIT_OP_CONV_FORWARD;
   k.rank = rank;
   k.layout = p.layout;
   k.flip = p.flip;
@@ -59,6 +63,20 @@ SpecKey make_spec_key(const convjit_conv_problem& p, int32_t rank, bool relu, Is
     k.ic_per_group = p.ic_per_group;
     k.oc_per_group = p.oc_per_group;
     for (int d = 0; d < 3; ++d) k.in[d] = p.in[d];
+  }
+  return k;
+}
+
+SpecKey make_pool_spec_key(const convjit_pool_problem& p, int32_t op, int32_t rank, Isa isa) {
+  SpecKey k{};
+  k.op = op;
+  k.rank = rank;
+  k.layout = CONVJIT_NHWC;
+  k.isa = isa;
+  for (int d = 0; d < 3; ++d) {
+    k.kernel[d] = p.window[d];
+    k.stride[d] = p.stride[d];
+    k.dilation[d] = p.dilation[d];
   }
   return k;
 }

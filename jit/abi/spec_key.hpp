@@ -1,15 +1,17 @@
-// The specialization key: what a compiled forward kernel is specialized on. Channels, batch and
-// spatial sizes stay runtime values unless the policy asks to specialize on them too, so one
-// kernel serves every layer with the same kernel size and stride.
+// The specialization key: what a compiled kernel is specialized on, the op first (forward
+// convolution, max or mean pooling forward). Channels, batch and spatial sizes stay runtime
+// values unless the policy asks to specialize on them too, so one kernel serves every layer with
+// the same kernel (pooling: window) size and stride.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <string>
 
-#include "convjit/convjit.h"
 #include "conv_tile_abi.h"
+#include "convjit/convjit.h"
 #include "isa.hpp"
+#include "pool_row_abi.h"
 
 namespace convjit::jit {
 
@@ -17,6 +19,7 @@ inline constexpr int32_t kNhwcNarrowClass = 16;  // fewer than 32 output channel
 inline constexpr int32_t kNhwcWideClass = 32;    // 32 or more
 
 struct SpecKey {
+  int32_t op;      // convjit_op: CONVJIT_OP_CONV_FORWARD, CONVJIT_OP_MAXPOOL_FORWARD, CONVJIT_OP_MEANPOOL_FORWARD
   int32_t rank;    // for the name only: 1, 2 or 3 spatial dims
   int32_t layout;  // convjit_layout
   int32_t flip;    // convolution mode
@@ -24,19 +27,23 @@ struct SpecKey {
   Isa isa;
   // Output channels per group, as a class. NCHW: 1, 2, 3, or 4 for "4 or more" (its kernels block
   // channels by up to 4). NHWC: kNhwcNarrowClass or kNhwcWideClass (its kernels block 16 or 32).
-  // Keeps the struct free of padding bytes, so memcmp compares keys.
+  // Pooling: 0.
   int32_t oc_class;
-  int64_t kernel[3], stride[3], dilation[3];  // normalized D, H, W
+  int32_t unused = 0;  // with the above, eight 32-bit fields: no padding bytes, so memcmp compares keys
+  int64_t kernel[3], stride[3], dilation[3];  // normalized D, H, W (pooling: the window's)
   // Sizes, when the policy specializes on them; 0 = runtime.
   int64_t ic_per_group = 0, oc_per_group = 0, in[3] = {0, 0, 0};
 
   bool operator==(const SpecKey& other) const { return std::memcmp(this, &other, sizeof *this) == 0; }
   uint64_t hash() const;
-  // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx512": the JIT symbol, the verbose
-  // line, the stats and the benchmark name.
+  // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx512", "maxpool2d_fwd_f32_k3x3_s2_nhwc__avx512":
+  // the JIT symbol, the verbose line, the stats and the benchmark name.
   std::string name() const;
 };
+static_assert(sizeof(SpecKey) == 8 * sizeof(int32_t) + 14 * sizeof(int64_t), "no padding bytes");
 
 SpecKey make_spec_key(const convjit_conv_problem& problem, int32_t rank, bool relu, Isa isa, bool specialize_sizes);
+// op: CONVJIT_OP_MAXPOOL_FORWARD or CONVJIT_OP_MEANPOOL_FORWARD; NHWC.
+SpecKey make_pool_spec_key(const convjit_pool_problem& problem, int32_t op, int32_t rank, Isa isa);
 
 }  // namespace convjit::jit

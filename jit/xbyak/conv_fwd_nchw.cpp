@@ -19,7 +19,6 @@ using namespace Xbyak::util;
 // Stride 2 gathers the even elements of two vectors of inputs. AVX2: shuffles, and a mask of lanes
 // 0..6 for the last load, made by comparing 7 with these indices. AVX-512: one two-table
 // permute with these indices, and an opmask for the last load.
-alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 alignas(64) const int32_t kEvenLanes[16] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
 constexpr uint32_t kAllButLastLane = 0x7FFF;  // the last stride-2 load, 16 lanes
 

@@ -15,7 +15,6 @@ namespace {
 
 using namespace Xbyak;
 
-alignas(32) const int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};  // AVX2's channel masks
 constexpr int kMaxVectors = 4;                                            // plan_nhwc's widest block
 constexpr int kMaxPixelGroups = 4;
 

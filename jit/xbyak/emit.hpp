@@ -31,6 +31,9 @@ inline std::string common_unsupported_reason(const SpecKey& key) {
   return {};
 }
 
+// Lane i holds i: AVX2's lane masks (lanes below a count) are a compare against it.
+alignas(32) inline constexpr int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
 // The code buffer of a kernel: the frame (prologue, loops, epilogue) plus an upper bound per
 // unrolled tap block.
 inline constexpr size_t kFrameCodeBytes = 4096;
@@ -64,16 +67,15 @@ inline size_t mapped_bytes_of_buffer(size_t buffer_bytes) {
   return (buffer_bytes + page - 1) / page * page;
 }
 
-// make() builds the generator (emitting the code) in a buffer of buffer_bytes; kernel holds
-// everything but `compute`.
-template <typename Make>
-bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, size_t buffer_bytes, Make&& make, CompiledKernel* out,
-                 std::string* error) {
+// make() builds the generator (emitting the code) in a buffer of buffer_bytes; install(generator)
+// sets out's entry point (the code is read+execute by then).
+template <typename Make, typename Install>
+bool emit_compiled(const SpecKey& key, size_t buffer_bytes, Make&& make, Install&& install, CompiledKernel* out,
+                   std::string* error) {
   try {
     std::shared_ptr<Xbyak::CodeGenerator> generator = make();
     generator->setProtectModeRE();  // written while read+write, executable only from here on
-    kernel.compute = generator->getCode<convjit_conv_tile_fn>();
-    out->kernel = kernel;
+    install(*generator);
     out->key = key;
     out->name = key.name();
     out->code_bytes = generator->getSize();
@@ -86,6 +88,19 @@ bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, size_t buffer_b
     *error = e.what();
   }
   return false;
+}
+
+// A forward convolution tile: kernel holds everything but `compute`.
+template <typename Make>
+bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, size_t buffer_bytes, Make&& make, CompiledKernel* out,
+                 std::string* error) {
+  return emit_compiled(
+      key, buffer_bytes, make,
+      [&](Xbyak::CodeGenerator& generator) {
+        kernel.compute = generator.getCode<convjit_conv_tile_fn>();
+        out->kernel = kernel;
+      },
+      out, error);
 }
 
 }  // namespace convjit::jit::xbyak

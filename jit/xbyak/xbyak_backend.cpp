@@ -1,4 +1,5 @@
-// The Xbyak backend: AVX2/FMA and AVX-512 forward tiles from one generator per layout, emitted in
+// The Xbyak backend: AVX2/FMA and AVX-512 forward tiles from one generator per layout, and NHWC
+// max and mean pooling rows, emitted in
 // microseconds. Code memory is mapped read+write while it is emitted, then read+execute (never
 // both), one mapping per kernel.
 #include "backend.hpp"
@@ -6,6 +7,7 @@
 #include "conv_fwd_nhwc.hpp"
 #include "emit.hpp"
 #include "isa_traits.hpp"
+#include "pool_fwd_nhwc.hpp"
 
 namespace convjit::jit {
 namespace {
@@ -56,17 +58,30 @@ class XbyakBackend : public Backend {
     return {};
   }
 
+  bool compiles(int32_t op) const override {
+    return op == CONVJIT_OP_CONV_FORWARD || op == CONVJIT_OP_MAXPOOL_FORWARD || op == CONVJIT_OP_MEANPOOL_FORWARD;
+  }
+
+  // Pooling rows: the widest ISA the host and the cap allow.
+  Isa pool_isa_for(const convjit_pool_problem&, Isa cap) const override {
+    return cap >= Isa::Avx512 && host_has(Isa::Avx512) ? Isa::Avx512 : Isa::Avx2Fma;
+  }
+
+  std::string pool_decline_reason(const SpecKey& key) const override { return xbyak::plan_pool_nhwc(key).unsupported; }
+
   bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) override {
     if (!host_has(key.isa)) {
       *error = std::string("host lacks ") + isa_name(key.isa);
       return false;
     }
+    if (key.op != CONVJIT_OP_CONV_FORWARD) return xbyak::generate_pool_fwd_nhwc(key, out, error);
     return key.layout == CONVJIT_NCHW ? xbyak::generate_conv_fwd_nchw(key, out, error)
                                       : xbyak::generate_conv_fwd_nhwc(key, out, error);
   }
 
   // The plan sizes the code buffer, which Xbyak maps whole.
   size_t mapped_bytes_before_compile(const SpecKey& key) const override {
+    if (key.op != CONVJIT_OP_CONV_FORWARD) return xbyak::mapped_bytes_of_buffer(xbyak::plan_pool_nhwc(key).code_bytes);
     return xbyak::mapped_bytes_of_buffer(key.layout == CONVJIT_NCHW ? xbyak::plan_nchw(key).code_bytes
                                                                     : xbyak::plan_nhwc(key).code_bytes);
   }

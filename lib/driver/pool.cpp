@@ -33,7 +33,8 @@ ChannelBlocks channel_blocks(const PoolGeometry& g) {
 }
 
 // The ISA kernels of NHWC max and mean pooling (pool_nhwc.hpp), or null: the widest the host has.
-using NhwcForward = void (*)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t, int64_t);
+using NhwcForward = void (*)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t, int64_t,
+                             const OutputBox*);
 using NhwcBackward = void (*)(const PoolGeometry&, PoolOp, const float*, const float*, const float*, float*, int64_t,
                               int64_t, int64_t);
 
@@ -133,11 +134,32 @@ struct ForwardBody {
   float p;
   const float* x;
   float* y;
+  convjit_pool_row_fn compiled;  // or null
   NhwcForward nhwc = nhwc_forward_kernel(g, Op);
+  OutputBox interior = interior_outputs(g);
+  convjit_pool_problem problem = compiled_pool_problem(g);
 
+  // The compiled kernel takes the outputs whose windows are wholly real, a run of each row at a
+  // time; tier 0's kernel the rest.
   bool whole_task(int64_t n, int64_t c0, int64_t c1) {
-    if (nhwc) nhwc(g, Op, x, y, n, c0, c1);
-    return nhwc != nullptr;
+    if (!nhwc) return false;
+    const bool runs_compiled = compiled && !is_empty(interior);
+    if (runs_compiled) {
+      for (int64_t od = interior.lo[0]; od < interior.hi[0]; ++od) {
+        for (int64_t oh = interior.lo[1]; oh < interior.hi[1]; ++oh) {
+          const int64_t ow = interior.lo[2];
+          const convjit_pool_row row{
+              x + n * g.x.batch + (od * g.stride[0] - g.pad_begin[0]) * g.x.spatial[0] +
+                  (oh * g.stride[1] - g.pad_begin[1]) * g.x.spatial[1] +
+                  (ow * g.stride[2] - g.pad_begin[2]) * g.x.spatial[2] + c0,
+              y + n * g.y.batch + od * g.y.spatial[0] + oh * g.y.spatial[1] + ow * g.y.spatial[2] + c0,
+              interior.hi[2] - ow, c1 - c0};
+          compiled(&problem, &row);
+        }
+      }
+    }
+    nhwc(g, Op, x, y, n, c0, c1, runs_compiled ? &interior : nullptr);
+    return true;
   }
 
   float divisor(const Window& win) const { return g.exclude_padding ? float(win.real_taps()) : window_taps(g); }
@@ -173,7 +195,7 @@ void accumulate_run(const float* src, int64_t stride, int64_t count, float p, fl
 template <PoolOp Op>
 void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y, int64_t n, int64_t c) {
   constexpr int64_t kRun = 256;  // pixels formed at once
-  ForwardBody<Op> body{g, p, x, y};
+  ForwardBody<Op> body{g, p, x, y, nullptr};
   const int64_t s = g.stride[2], reach = (g.window[2] - 1) * g.dilation[2];
   const int64_t interior_begin = std::min(g.out[2], ceil_div(g.pad_begin[2], s));
   const int64_t last_fit = g.in[2] - 1 - reach + g.pad_begin[2];  // the highest origin + pad that fits
@@ -229,7 +251,7 @@ void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y
 }
 
 template <PoolOp Op>
-void forward(const PoolGeometry& g, int threads, float p, const float* x, float* y) {
+void forward(const PoolGeometry& g, int threads, float p, const float* x, float* y, convjit_pool_row_fn compiled) {
   if (g.layout == Layout::NCHW) {
     const ChannelBlocks blocks = channel_blocks(g);
     const double taps =
@@ -240,7 +262,7 @@ void forward(const PoolGeometry& g, int threads, float p, const float* x, float*
     });
     return;
   }
-  for_each_output(g, threads, ForwardBody<Op>{g, p, x, y});
+  for_each_output(g, threads, ForwardBody<Op>{g, p, x, y, compiled});
 }
 
 struct BackwardBody {
@@ -300,12 +322,35 @@ struct BackwardBody {
 
 }  // namespace
 
-void run_pool_forward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, float* y) {
+void run_pool_forward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, float* y,
+                      convjit_pool_row_fn compiled) {
   switch (op) {
-    case PoolOp::Max: forward<PoolOp::Max>(g, threads, p, x, y); break;
-    case PoolOp::Mean: forward<PoolOp::Mean>(g, threads, p, x, y); break;
-    case PoolOp::LpNorm: forward<PoolOp::LpNorm>(g, threads, p, x, y); break;
+    case PoolOp::Max: forward<PoolOp::Max>(g, threads, p, x, y, compiled); break;
+    case PoolOp::Mean: forward<PoolOp::Mean>(g, threads, p, x, y, compiled); break;
+    case PoolOp::LpNorm: forward<PoolOp::LpNorm>(g, threads, p, x, y, nullptr); break;
   }
+}
+
+convjit_pool_problem compiled_pool_problem(const PoolGeometry& g) {
+  convjit_pool_problem p{};
+  p.channels = g.channels;
+  for (int d = 0; d < 3; ++d) {
+    p.window[d] = g.window[d];
+    p.stride[d] = g.stride[d];
+    p.dilation[d] = g.dilation[d];
+    p.x.spatial[d] = g.x.spatial[d];
+    p.y.spatial[d] = g.y.spatial[d];
+  }
+  p.x.batch = g.x.batch;
+  p.x.channel = g.x.channel;
+  p.y.batch = g.y.batch;
+  p.y.channel = g.y.channel;
+  p.divisor = window_taps(g);  // every window a compiled row gets is wholly real: exclude_padding's count too
+  return p;
+}
+
+bool pool_runs_compiled_rows(const PoolGeometry& g, PoolOp op) {
+  return nhwc_forward_kernel(g, op) != nullptr && !is_empty(interior_outputs(g));
 }
 
 bool pool_forward_rows_fill_vectors(const PoolGeometry& g, PoolOp op) {

@@ -4,7 +4,8 @@
 // are the scalar path's bits: a running max from -inf that NaN never enters (a window of NaN gives
 // NaN, one without a real tap -FLT_MAX), a sum divided once, and gradients added to dx in output
 // order (max: to the first tap equal to y). One kernel (pool_nhwc_impl.hpp) built for AVX2 and
-// for AVX-512. A call covers channels [c0, c1) of image n: the driver's task.
+// for AVX-512. A call covers channels [c0, c1) of image n: the driver's task; forward leaves out
+// the outputs in `skip` (when given: a compiled kernel's).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,8 @@ namespace convjit::detail {
 
 namespace avx2 {
 bool pool_nhwc_supported(const PoolGeometry& g, PoolOp op);
-void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1);
+void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1,
+                       const OutputBox* skip);
 // dx's channels [c0, c1) of image n must be zero; x and y are read by Max only.
 void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy, float* dx,
                         int64_t n, int64_t c0, int64_t c1);
@@ -23,7 +25,8 @@ void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const 
 
 namespace avx512 {
 bool pool_nhwc_supported(const PoolGeometry& g, PoolOp op);
-void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1);
+void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1,
+                       const OutputBox* skip);
 void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy, float* dx,
                         int64_t n, int64_t c0, int64_t c1);
 }  // namespace avx512

@@ -8,8 +8,9 @@ bool pool_nhwc_supported(const PoolGeometry& g, PoolOp op) {
   return g.layout == Layout::NHWC && op != PoolOp::LpNorm && jit::host_has(jit::Isa::Avx2Fma);
 }
 
-void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1) {
-  run_pool_nhwc_forward<Avx2Floats>(g, op, x, y, n, c0, c1);
+void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1,
+                       const OutputBox* skip) {
+  run_pool_nhwc_forward<Avx2Floats>(g, op, x, y, n, c0, c1, skip);
 }
 
 void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy, float* dx,

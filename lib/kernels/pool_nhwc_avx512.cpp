@@ -9,8 +9,9 @@ bool pool_nhwc_supported(const PoolGeometry& g, PoolOp op) {
          process_isa_cap() >= jit::Isa::Avx512;
 }
 
-void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1) {
-  run_pool_nhwc_forward<Avx512Floats>(g, op, x, y, n, c0, c1);
+void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1,
+                       const OutputBox* skip) {
+  run_pool_nhwc_forward<Avx512Floats>(g, op, x, y, n, c0, c1, skip);
 }
 
 void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy, float* dx,

@@ -101,12 +101,12 @@ inline __attribute__((always_inline)) void over_channels(int64_t c0, int64_t c1,
 // the same order as pixel by pixel).
 template <typename F>
 void run_pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0,
-                           int64_t c1) {
+                           int64_t c1, const OutputBox* skip) {
   const float* image = x + n * g.x.batch;
   const TapList list = list_taps(g);
   const float window_size = window_taps(g);
   auto pixels = [&](auto vectors, auto max, int64_t c, typename F::Mask tail) {
-    for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
+    for_each_output_pixel(g, n, skip, [&](int64_t y_offset, const Window& win) {
       const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
       forward_channels<F, decltype(max)::value, decltype(vectors)::value>(g, list, win, image, y + y_offset, c, tail,
                                                                           divisor);
@@ -173,7 +173,7 @@ void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, co
   const float* x_image = max ? x + n * g.x.batch : nullptr;
   float* dx_image = dx + n * g.x.batch;
   auto pixels = [&](auto vectors, auto is_max, int64_t c, typename F::Mask tail) {
-    for_each_output_pixel(g, n, [&](int64_t y_offset, const Window& win) {
+    for_each_output_pixel(g, n, nullptr, [&](int64_t y_offset, const Window& win) {
       const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
       backward_channels<F, decltype(is_max)::value, decltype(vectors)::value>(
           g, list, win, x_image, max ? y + y_offset : nullptr, dy + y_offset, dx_image, c, tail, divisor);

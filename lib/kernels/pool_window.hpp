@@ -3,6 +3,7 @@
 // linkage: included by the driver and by the ISA-specific kernels (lib/README.md).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "geometry.hpp"
@@ -19,6 +20,22 @@ constexpr int64_t kNhwcPoolChannelBlock = 64;
 // reaching far into huge padding may have more taps than int64 holds.
 inline float window_taps(const PoolGeometry& g) {
   return float(double(g.window[0]) * double(g.window[1]) * double(g.window[2]));
+}
+
+// The outputs whose windows lie wholly inside the input (every tap real), a box.
+inline OutputBox interior_outputs(const PoolGeometry& g) {
+  OutputBox box;
+  for (int d = 0; d < 3; ++d) {
+    // o * stride - pad >= 0, and o * stride - pad + (window - 1) * dilation <= in - 1 (each term
+    // fits int64: validated).
+    const int64_t last_origin = g.in[d] - 1 - (g.window[d] - 1) * g.dilation[d] + g.pad_begin[d];
+    box.lo[d] = std::min(g.out[d], g.pad_begin[d] / g.stride[d] + (g.pad_begin[d] % g.stride[d] != 0));
+    box.hi[d] = last_origin < 0 ? box.lo[d] : std::clamp(last_origin / g.stride[d] + 1, box.lo[d], g.out[d]);
+  }
+  return box;
+}
+inline bool is_empty(const OutputBox& box) {
+  return box.lo[0] >= box.hi[0] || box.lo[1] >= box.hi[1] || box.lo[2] >= box.hi[2];
 }
 
 // The real taps of one output pixel: index t of dim d is real for t in [lo[d], hi[d]).
@@ -52,13 +69,17 @@ inline void for_each_tap(const PoolGeometry& g, const Window& win, Tap&& tap) {
 }
 
 // Calls pixel(y offset of the pixel's first channel, its window) for every output pixel of one
-// image, in output order.
+// image, in output order, but those in `skip` (when given: what a compiled kernel computes).
 template <typename Pixel>
-inline void for_each_output_pixel(const PoolGeometry& g, int64_t n, Pixel&& pixel) {
+inline void for_each_output_pixel(const PoolGeometry& g, int64_t n, const OutputBox* skip, Pixel&& pixel) {
   int64_t o[3];
   for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
     for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+      const bool skips_in_row = skip && skip->lo[0] <= o[0] && o[0] < skip->hi[0] && skip->lo[1] <= o[1] &&
+                                o[1] < skip->hi[1] && skip->lo[2] < skip->hi[2];
       for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
+        if (skips_in_row && o[2] == skip->lo[2]) o[2] = skip->hi[2];
+        if (o[2] == g.out[2]) break;
         pixel(n * g.y.batch + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1] + o[2] * g.y.spatial[2], clip_window(g, o));
       }
     }

@@ -34,6 +34,11 @@ struct PoolGeometry {
   TensorStrides x, y;
 };
 
+// Pooling outputs o with lo[d] <= o[d] < hi[d] along every dim (normalized D, H, W).
+struct OutputBox {
+  int64_t lo[3], hi[3];
+};
+
 // Validate and normalize; the only place that decides whether a problem is well-formed.
 Status make_conv_geometry(const convjit_conv_params& params, ConvGeometry* geometry);
 Status make_pool_geometry(const convjit_pool_params& params, PoolGeometry* geometry);

@@ -150,8 +150,6 @@ void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_p
   transpose_images(g.batch, in_pixels, g.in_channels, dx_nhwc, dx, true, threads);
 }
 
-namespace {
-
 PoolGeometry pool_nhwc_twin(const convjit_pool_params& params) {
   convjit_pool_params nhwc = params;
   nhwc.layout = CONVJIT_NHWC;
@@ -159,8 +157,6 @@ PoolGeometry pool_nhwc_twin(const convjit_pool_params& params) {
   make_pool_geometry(nhwc, &g);  // valid: only the layout differs from a valid problem
   return g;
 }
-
-}  // namespace
 
 bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op) {
   const int64_t x_floats = g.batch * g.channels * g.in[0] * g.in[1] * g.in[2];
@@ -193,13 +189,13 @@ bool nchw_pool_forward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_pa
 }
 
 void pool_forward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
-                          const float* x, float* y) {
+                          const float* x, float* y, convjit_pool_row_fn compiled) {
   const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t x_floats = g.batch * g.channels * in_pixels, y_floats = g.batch * g.channels * out_pixels;
   float* x_nhwc = thread_layout_copies(size_t(x_floats + y_floats));
   float* y_nhwc = x_nhwc + x_floats;
   transpose_images(g.batch, in_pixels, g.channels, x, x_nhwc, false, threads);
-  run_pool_forward(op, pool_nhwc_twin(params), threads, 0.0f, x_nhwc, y_nhwc);
+  run_pool_forward(op, pool_nhwc_twin(params), threads, 0.0f, x_nhwc, y_nhwc, compiled);
   transpose_images(g.batch, out_pixels, g.channels, y_nhwc, y, true, threads);
 }
 

@@ -9,6 +9,7 @@
 
 #include "convjit/convjit.h"
 #include "geometry.hpp"
+#include "pool_row_abi.h"
 
 namespace convjit::detail {
 
@@ -47,10 +48,13 @@ void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_p
 // and each dx element summed in output order as on the NCHW path, so the bits are its.
 bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op);
 // And forward, unless every output row is whole vectors of the NCHW kernel: x transposed, y
-// transposed back (each output's taps in the same order: the same bits).
+// transposed back (each output's taps in the same order: the same bits). compiled: the twin's
+// compiled row kernel, or null.
 bool nchw_pool_forward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op);
 void pool_forward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
-                          const float* x, float* y);
+                          const float* x, float* y, convjit_pool_row_fn compiled);
+// The NHWC twin of a valid NCHW pooling problem.
+PoolGeometry pool_nhwc_twin(const convjit_pool_params& params);
 void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
                            const float* x, const float* y, const float* dy, float* dx);
 

@@ -82,7 +82,9 @@ void Runtime::Impl::compile(const CompileRequest& request) {
     if (ok) {
       kernel = cache_.insert(std::move(fresh));
       if (policy.perf_map) {
-        detail::append_to_perf_map(reinterpret_cast<const void*>(kernel->kernel.compute), kernel->code_bytes,
+        const void* entry = kernel->pool_row ? reinterpret_cast<const void*>(kernel->pool_row)
+                                             : reinterpret_cast<const void*>(kernel->kernel.compute);
+        detail::append_to_perf_map(entry, kernel->code_bytes,
                                    "convjit::" + kernel->name + " [" + backend_->name() + "]");
       }
     }

@@ -5,7 +5,8 @@
 // compare-and-swap) or declines it, saying why. Backward data runs as forwards where it can
 // (stride 1; strided pointwise; the phases of other strides). Ops that no backend compiles yet
 // (backward filter, the rest of backward data, pooling) are counted, timed and declined the same
-// way, and run on tier 0.
+// way, and run on tier 0. Max and mean pooling forward take compiled rows where the backend
+// compiles them (Xbyak).
 #include <chrono>
 #include <cstdio>
 
@@ -159,18 +160,17 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   });
 }
 
-const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint64_t id, int64_t calls,
-                                                          const detail::ConvGeometry& g, int32_t rank, bool relu,
-                                                          std::optional<detail::GracePeriods::Reader>* reading) {
+template <typename KeyOf, typename DeclinedBecause>
+const jit::CompiledKernel* Runtime::Impl::compiled(ConfigSlot& slot, uint64_t id, int64_t calls, KeyOf&& key_of_call,
+                                                   DeclinedBecause&& declined_because,
+                                                   std::optional<detail::GracePeriods::Reader>* reading) {
   if (!backend_) return nullptr;
   // The key only where a kernel is asked for or checked: calls that stay generic skip it.
-  auto key_of_call = [&] { return spec_key(g, rank, relu); };
   const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
   if (!kernel && calls - slot.calls_at_cold.load(std::memory_order_relaxed) >= policy.hot_threshold &&
       slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
     const jit::SpecKey key = key_of_call();
-    if (std::string reason = policy.decline_slower ? detail::jit_declined_because(g, *backend_, key) : std::string();
-        !reason.empty()) {
+    if (std::string reason = policy.decline_slower ? declined_because(key) : std::string(); !reason.empty()) {
       decline(slot, id, reason);
     } else {
       request_compile(slot, id, key);
@@ -186,8 +186,17 @@ const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint
   // From before the kernel is read until it has returned (an eviction waits for it); never held
   // while waiting for a compile, so an eviction never waits for a call that waits for it.
   reading->emplace(grace_);
-  kernel = slot.kernel.load(std::memory_order_seq_cst);                       // not evicted meanwhile
-  return kernel && kernel->key == key_of_call() ? &kernel->kernel : nullptr;  // else a recycled slot's
+  kernel = slot.kernel.load(std::memory_order_seq_cst);              // not evicted meanwhile
+  return kernel && kernel->key == key_of_call() ? kernel : nullptr;  // else a recycled slot's
+}
+
+const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint64_t id, int64_t calls,
+                                                          const detail::ConvGeometry& g, int32_t rank, bool relu,
+                                                          std::optional<detail::GracePeriods::Reader>* reading) {
+  const jit::CompiledKernel* kernel = compiled(
+      slot, id, calls, [&] { return spec_key(g, rank, relu); },
+      [&](const jit::SpecKey& key) { return detail::jit_declined_because(g, *backend_, key); }, reading);
+  return kernel ? &kernel->kernel : nullptr;
 }
 
 template <typename Run>
@@ -263,14 +272,35 @@ detail::Status Runtime::Impl::pool_forward(detail::PoolOp op, const convjit_pool
   detail::PoolGeometry g;
   CONVJIT_RETURN_IF_ERROR(detail::validate_pool_forward(op, params, p, x, y, &g));
   const float lp = op == detail::PoolOp::LpNorm ? p : 0.0f;
+  const int32_t code = pool_op_code(op, false);
+  const Configuration c = detail::pool_configuration(code, *params, lp);
   const bool as_nhwc = detail::nchw_pool_forward_runs_as_nhwc(g, *params, op);
-  run_on_tier0(detail::pool_configuration(pool_op_code(op, false), *params, lp), [&](int threads) {
+  auto run = [&](int threads, convjit_pool_row_fn compiled) {
     if (as_nhwc) {
-      detail::pool_forward_as_nhwc(op, g, *params, threads, x, y);
+      detail::pool_forward_as_nhwc(op, g, *params, threads, x, y, compiled);
     } else {
-      detail::run_pool_forward(op, g, threads, lp, x, y);
+      detail::run_pool_forward(op, g, threads, lp, x, y, compiled);
     }
-  });
+  };
+  if (!backend_ || !backend_->compiles(code)) {
+    run_on_tier0(c, [&](int threads) { run(threads, nullptr); });
+    return detail::Status::success();
+  }
+  // What the compiled rows see: the NHWC problem (the twin of an NCHW one).
+  const detail::PoolGeometry runs = as_nhwc ? detail::pool_nhwc_twin(*params) : g;
+  uint64_t id;
+  int64_t calls;
+  ConfigSlot& slot = count_call(c, &id, &calls);
+  const int threads = this->threads();
+  std::optional<detail::GracePeriods::Reader> reading;
+  const jit::CompiledKernel* kernel = compiled(
+      slot, id, calls,
+      [&] {
+        const convjit_pool_problem problem = detail::compiled_pool_problem(runs);
+        return jit::make_pool_spec_key(problem, code, params->rank, backend_->pool_isa_for(problem, isa_cap_));
+      },
+      [&](const jit::SpecKey& key) { return detail::pool_jit_declined_because(runs, op, *backend_, key); }, &reading);
+  run_sampled(slot, calls, kernel != nullptr, [&] { run(threads, kernel ? kernel->pool_row : nullptr); });
   return detail::Status::success();
 }
 

@@ -72,6 +72,13 @@ struct Runtime::Impl {
   void run_backward_data_phases(const detail::Configuration& c, const detail::ConvGeometry& g,
                                 const convjit_conv_params& params, const detail::BackwardDataPhases& phases,
                                 const float* dy, const float* w, float* dx);
+  // The compiled kernel of key_of_call() in the slot, requesting it when the configuration turns
+  // hot (or declining it: declined_because(key) non-empty); null while none has arrived. *reading
+  // is held from before the kernel is read until the call has run it.
+  template <typename KeyOf, typename DeclinedBecause>
+  const jit::CompiledKernel* compiled(detail::ConfigSlot& slot, uint64_t id, int64_t calls, KeyOf&& key_of_call,
+                                      DeclinedBecause&& declined_because,
+                                      std::optional<detail::GracePeriods::Reader>* reading);
   // The compiled kernel for g in configuration c's slot, requesting or declining it when the
   // configuration turns hot; null while none has arrived. *reading is held from before the kernel
   // is read until the call has run it.

@@ -2,6 +2,7 @@
 
 #include "backward_as_forward.hpp"
 #include "nhwc_as_nchw.hpp"
+#include "ops_internal.hpp"
 
 namespace convjit::detail {
 
@@ -24,6 +25,13 @@ bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
   }
   if (nhwc_runs_as_nchw(*g)) *g = nchw_twin(forward);
   return true;
+}
+
+std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const jit::Backend& backend,
+                                      const jit::SpecKey& key) {
+  if (g.layout != Layout::NHWC) return "NCHW, not run as its NHWC twin (rows of whole vectors, or too large to copy)";
+  if (!pool_runs_compiled_rows(g, op)) return "no output's window lies wholly inside the input";
+  return backend.pool_decline_reason(key);
 }
 
 std::string jit_declined_because(const ConvGeometry& g, const jit::Backend& backend, const jit::SpecKey& key) {

@@ -27,6 +27,12 @@ ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* com
 // compiled kernel can run c (its op has none, or it is invalid).
 bool compiled_forward_problem(const Configuration& c, ConvGeometry* g);
 
+// Why a pooling configuration that runs g (NHWC, or the NHWC twin of NCHW) should not be compiled
+// for `key`, or empty: tier 0's NCHW kernel runs it, no window is wholly real (the compiled rows
+// take only those), or the backend does not generate the key.
+std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const jit::Backend& backend,
+                                      const jit::SpecKey& key);
+
 // Why a configuration of g should not be compiled for `key` (the reason its stats show as
 // "declined"), or empty: tier 0's kernel for g beats every compiled one, or the backend expects
 // to lose (jit::Backend::decline_reason).

@@ -4,8 +4,6 @@
 // Each must give the bits of the pooling contract, computed here in float in its order (taps in row-major order from
 // -inf or 0; gradients added to dx in output order, max's to the first tap equal to y), and be within the oracle's
 // tolerance; the ISAs give the same bits.
-#include "pool_nhwc.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -19,6 +17,8 @@
 #include "isa.hpp"
 #include "ops_internal.hpp"
 #include "pool_nchw.hpp"
+#include "pool_nhwc.hpp"
+#include "pool_window.hpp"
 #include "reference/reference.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
@@ -33,7 +33,8 @@ using detail::PoolOp;
 struct IsaKernels {
   const char* name;
   jit::Isa isa;
-  void (*forward)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t, int64_t);
+  void (*forward)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t, int64_t,
+                  const detail::OutputBox*);
   void (*backward)(const PoolGeometry&, PoolOp, const float*, const float*, const float*, float*, int64_t, int64_t,
                    int64_t);
 };
@@ -181,14 +182,31 @@ TEST(PoolNhwcKernels, EveryIsaGivesTheContractsBits) {
         if (!jit::host_has(k.isa)) continue;
         SCOPED_TRACE(std::string(k.name) + " " + context);
         std::vector<float> y = nan_buffer(int64_t(y_want.size())), dx(x.size(), 0.0f);
+        // Every other problem leaves out the outputs with wholly real windows (a compiled kernel's):
+        // those stay as they were.
+        const detail::OutputBox interior = detail::interior_outputs(g);
+        const detail::OutputBox* skip = i % 2 == 0 ? &interior : nullptr;
+        std::vector<float> y_expected = y_want;
+        if (skip) {
+          for (int64_t n = 0; n < d.batch; ++n) {
+            for (int64_t od = interior.lo[0]; od < interior.hi[0]; ++od) {
+              for (int64_t oh = interior.lo[1]; oh < interior.hi[1]; ++oh) {
+                for (int64_t ow = interior.lo[2]; ow < interior.hi[2]; ++ow) {
+                  const int64_t at = n * g.y.batch + od * g.y.spatial[0] + oh * g.y.spatial[1] + ow * g.y.spatial[2];
+                  std::copy_n(y.begin() + at, d.channels, y_expected.begin() + at);
+                }
+              }
+            }
+          }
+        }
         for (int64_t n = 0; n < d.batch; ++n) {
           for (int64_t c0 = 0; c0 < d.channels; c0 += 64) {  // the driver's tasks
             const int64_t c1 = std::min<int64_t>(d.channels, c0 + 64);
-            k.forward(g, op, x.data(), y.data(), n, c0, c1);
+            k.forward(g, op, x.data(), y.data(), n, c0, c1, skip);
             k.backward(g, op, x.data(), y_want.data(), dy.data(), dx.data(), n, c0, c1);
           }
         }
-        EXPECT_TRUE(bitwise_equal("y", y, y_want, pool_output_shape(d), context));
+        EXPECT_TRUE(bitwise_equal("y", y, y_expected, pool_output_shape(d), context));
         EXPECT_TRUE(bitwise_equal("dx", dx, dx_want, pool_input_shape(d), context));
         ++ran;
       }

@@ -100,8 +100,9 @@ OpCall pool_call(Op op, const PoolDims& d, uint64_t seed) {
   return call;
 }
 
-// Backward data with stride > 1 and dilation > 1 (no phases), backward filter (no compiled
-// kernels), every pooling op, on random problems of each rank and layout.
+// Backward data with stride > 1 and dilation > 1 (no phases), backward filter, Lp-norm pooling
+// forward and every pooling backward (no compiled kernels), on random problems of each rank and
+// layout.
 std::vector<OpCall> tier0_calls() {
   std::vector<OpCall> calls;
   Rng rng(0xE0E0);
@@ -113,8 +114,7 @@ std::vector<OpCall> tier0_calls() {
       d.dilation[0] = 2;
       calls.push_back(conv_call(Op::ConvBackwardData, d, rng.next()));
       const PoolDims pool = random_pool(rng, rank, layout);
-      for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward, Op::LpNormPoolForward, Op::MaxPoolBackward,
-                    Op::MeanPoolBackward, Op::LpNormPoolBackward}) {
+      for (Op op : {Op::LpNormPoolForward, Op::MaxPoolBackward, Op::MeanPoolBackward, Op::LpNormPoolBackward}) {
         calls.push_back(pool_call(op, pool, rng.next()));
       }
     }
@@ -162,7 +162,11 @@ TEST(EveryOp, IsCountedDeclinedWhenHotAndBitwiseOnEveryThreadCount) {
       EXPECT_NE(c.failure.find(op), std::string::npos) << "the reason names the op: " << c.failure;
       EXPECT_GE(c.hot_us, c.first_call_us);
       if (is_pool(call.op)) {
-        EXPECT_EQ(describe(c.pool_dims), describe(call.pool));
+        PoolDims as_called = call.pool;  // the stats hold a stride of 0 ("the window") as the window
+        for (int k = 0; k < as_called.rank; ++k) {
+          if (as_called.stride[size_t(k)] == 0) as_called.stride[size_t(k)] = as_called.window[size_t(k)];
+        }
+        EXPECT_EQ(describe(c.pool_dims), describe(as_called));
         EXPECT_EQ(c.p, call.op == Op::LpNormPoolForward || call.op == Op::LpNormPoolBackward ? call.p : 0.0f);
       } else {
         EXPECT_EQ(describe(c.dims), describe(call.conv));
@@ -322,6 +326,45 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
   }
   std::remove((dir + "/hot-configurations").c_str());
   rmdir(dir.c_str());
+}
+
+// Max and mean pooling forward reach the JIT tier (Xbyak's NHWC rows; NCHW through its NHWC twin)
+// where a window lies wholly inside the input, and are declined with the reason where none does
+// or tier 0's NCHW kernel runs them; every tier the generic one's bits and the oracle's values.
+TEST(EveryOp, MaxAndMeanPoolingForwardReachTheJitTier) {
+  Runtime generic(policy_with(Backend::None, 1));
+  if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "xbyak") {
+    GTEST_SKIP() << "only the Xbyak backend compiles pooling kernels";
+  }
+  Rng rng(0xB0DB);
+  int compiled = 0;
+  for (int i = 0; i < 24; ++i) {
+    PoolDims d = random_pool(rng, int32_t(1 + i % 3), i % 2 ? Layout::NHWC : Layout::NCHW);
+    for (int k = 0; k < d.rank; ++k) d.in_size[size_t(k)] += 5;
+    for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward}) {
+      const OpCall call = pool_call(op, d, rng.next());
+      SCOPED_TRACE(call.context);
+      const std::vector<float> want = call.run(generic);
+      EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
+      Runtime r(policy_with(Backend::Auto, 1 + i % 3));
+      for (int n = 0; n < 3; ++n)
+        EXPECT_TRUE(bitwise_equal("runtime", call.run(r), want, call.out_shape, call.context));
+      const RuntimeStats s = r.stats();
+      ASSERT_EQ(s.configurations.size(), 1u);
+      const ConfigStats& c = s.configurations[0];
+      EXPECT_EQ(c.op, op);
+      EXPECT_EQ(c.calls_generic + c.calls_jit, 3);
+      if (c.state == "jit") {
+        ++compiled;
+        EXPECT_EQ(c.kernel.rfind(op == Op::MaxPoolForward ? "maxpool" : "meanpool", 0), 0u) << c.kernel;
+        EXPECT_EQ(c.calls_jit, 2) << "hot at the second call, compiled inline";
+      } else {
+        EXPECT_EQ(c.state, "declined");
+        EXPECT_FALSE(c.failure.empty());
+      }
+    }
+  }
+  EXPECT_GE(compiled, 12) << "too few pooling problems reached a compiled kernel";
 }
 
 // One problem as several ops is several configurations.

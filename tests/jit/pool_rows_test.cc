@@ -1,0 +1,97 @@
+// The Xbyak backend's NHWC max and mean pooling rows (jit/xbyak/pool_fwd_nhwc), per ISA the host
+// has: through the driver (the compiled rows take the outputs whose windows are wholly real, tier 0
+// the rest), on random problems (ranks 1-3, channel counts around the vector and block sizes,
+// padding, stride, dilation, exclude_padding) with NaN (whole windows of it too), -inf, ties and
+// signed zeros in x. Each must give tier 0's bits, which the kernel tests hold to the pooling
+// contract, and write nothing outside y.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "geometry.hpp"
+#include "ops_internal.hpp"
+#include "reference/reference.hpp"
+#include "support/compare.hpp"
+#include "support/random.hpp"
+#include "support/random_shapes.hpp"
+
+namespace convjit::testing {
+namespace {
+
+#if defined(CONVJIT_HAVE_XBYAK)
+
+std::vector<float> awkward(Rng& rng, int64_t n, bool nan_heavy) {
+  std::vector<float> v(static_cast<size_t>(n));
+  const double nan_share = nan_heavy ? 0.5 : 0.05;
+  for (float& f : v) {
+    const double u = rng.uniform(0, 1);
+    f = float(rng.uniform_int(-3, 3)) * 0.5f;
+    if (u < nan_share) {
+      f = NAN;
+    } else if (u < nan_share + 0.05) {
+      f = u < nan_share + 0.025 ? -0.0f : -INFINITY;
+    }
+  }
+  return v;
+}
+
+class PoolRows : public ::testing::TestWithParam<jit::Isa> {};
+
+TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
+  const jit::Isa isa = GetParam();
+  std::unique_ptr<jit::Backend> backend = jit::make_xbyak_backend();
+  if (!backend->unavailable_reason().empty()) GTEST_SKIP() << "xbyak: " << backend->unavailable_reason();
+  if (!jit::host_has(isa)) GTEST_SKIP() << "this host lacks " << jit::isa_name(isa) << ": its kernels cannot run here";
+  Rng rng(0x9002 + uint64_t(isa));
+  int compiled_rows = 0;
+  for (int i = 0; i < 120; ++i) {
+    PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NHWC);
+    d.channels = std::vector<int64_t>{1, 7, 8, 16, 17, 33, 64, 65, 70, 129}[size_t(i % 10)];
+    d.exclude_padding = i % 5 == 0;
+    for (int k = 0; k < d.rank; ++k) d.in_size[size_t(k)] += 6;  // room for interior outputs
+    detail::PoolGeometry g;
+    ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
+    const std::vector<float> x = awkward(rng, ref::pool_input_elements(d), i % 3 == 2);
+    for (detail::PoolOp op : {detail::PoolOp::Max, detail::PoolOp::Mean}) {
+      const std::string context = std::string(op == detail::PoolOp::Max ? "max " : "mean ") + describe(d);
+      SCOPED_TRACE(std::string(jit::isa_name(isa)) + " " + context);
+      const int32_t code = op == detail::PoolOp::Max ? CONVJIT_OP_MAXPOOL_FORWARD : CONVJIT_OP_MEANPOOL_FORWARD;
+      const jit::SpecKey key = jit::make_pool_spec_key(detail::compiled_pool_problem(g), code, d.rank, isa);
+      jit::CompiledKernel kernel;
+      std::string error;
+      if (!backend->compile(key, &kernel, &error)) {
+        EXPECT_FALSE(backend->pool_decline_reason(key).empty())
+            << "a failed compile the plan did not foresee: " << error;
+        continue;
+      }
+      ASSERT_NE(kernel.pool_row, nullptr);
+      EXPECT_EQ(kernel.name.rfind(op == detail::PoolOp::Max ? "maxpool" : "meanpool", 0), 0u) << kernel.name;
+      const int64_t outputs = ref::pool_output_elements(d);
+      std::vector<float> want = nan_buffer(outputs);
+      detail::run_pool_forward(op, g, 1, 0.0f, x.data(), want.data());
+      constexpr float kGuard = 7777.0f;  // 32 floats each side of y
+      std::vector<float> got(size_t(outputs + 64), kGuard);
+      const std::vector<float> sentinel = nan_buffer(outputs);
+      std::copy(sentinel.begin(), sentinel.end(), got.begin() + 32);
+      detail::run_pool_forward(op, g, 1 + i % 2, 0.0f, x.data(), got.data() + 32, kernel.pool_row);
+      const std::vector<float> y(got.begin() + 32, got.end() - 32);
+      EXPECT_TRUE(bitwise_equal("y", y, want, pool_output_shape(d), context));
+      for (int k = 0; k < 32; ++k) {
+        EXPECT_TRUE(got[size_t(k)] == kGuard && got[got.size() - 1 - size_t(k)] == kGuard) << "guard " << k;
+      }
+      compiled_rows += detail::pool_runs_compiled_rows(g, op);
+    }
+  }
+  EXPECT_GE(compiled_rows, 60) << "too few problems gave outputs to the compiled rows";
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, PoolRows, ::testing::Values(jit::Isa::Avx2Fma, jit::Isa::Avx512),
+                         [](const ::testing::TestParamInfo<jit::Isa>& info) { return jit::isa_name(info.param); });
+
+#endif
+
+}  // namespace
+}  // namespace convjit::testing
