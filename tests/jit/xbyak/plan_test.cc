@@ -10,6 +10,7 @@
 #include "conv_fwd_nhwc.hpp"
 #include "emit.hpp"
 #include "geometry.hpp"
+#include "pool_fwd_nhwc.hpp"
 #include "support/random_shapes.hpp"
 
 namespace convjit::testing {
@@ -103,6 +104,36 @@ TEST(XbyakPlans, KeysTheGeneratorsCannotEmitAreRefusedWithAReason) {
     const jit::SpecKey stride3 = key_of(conv(2, Layout::NCHW, 1, 8, 16, 1, {20, 20, 1}, {3, 3, 1}, {3, 3, 1}), isa);
     EXPECT_EQ(jit::xbyak::plan_nchw(stride3).unsupported, "NCHW kernels support stride 1 or 2 along W");
     EXPECT_EQ(jit::xbyak::plan_nhwc(stride3).unsupported, "not NHWC");
+  }
+}
+
+// Pooling rows: every window up to the generator's 64 taps planned within the ISA's registers, its
+// code buffer growing with the taps; larger windows and other ops refused with the reason.
+TEST(XbyakPlans, PoolPlansFitTheIsasRegisters) {
+  for (jit::Isa isa : kIsas) {
+    size_t last_bytes = 0;
+    for (int64_t side = 1; side <= 9; ++side) {
+      convjit_pool_problem p{};
+      for (int d = 0; d < 3; ++d) p.window[d] = p.stride[d] = p.dilation[d] = 1;
+      p.window[1] = p.window[2] = side;
+      for (int32_t op : {CONVJIT_OP_MAXPOOL_FORWARD, CONVJIT_OP_MEANPOOL_FORWARD}) {
+        const jit::xbyak::PoolPlan plan = jit::xbyak::plan_pool_nhwc(jit::make_pool_spec_key(p, op, 2, isa));
+        SCOPED_TRACE(std::string(jit::isa_name(isa)) + " window " + std::to_string(side));
+        if (side * side > 64) {
+          EXPECT_EQ(plan.unsupported, "a window of more than 64 taps");
+          continue;
+        }
+        EXPECT_EQ(plan.unsupported, "");
+        EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
+        EXPECT_EQ(plan.taps, side * side);
+        EXPECT_GT(plan.code_bytes, last_bytes);
+        if (op == CONVJIT_OP_MEANPOOL_FORWARD) last_bytes = plan.code_bytes;
+      }
+    }
+    convjit_pool_problem p{};
+    for (int d = 0; d < 3; ++d) p.window[d] = p.stride[d] = p.dilation[d] = 1;
+    EXPECT_EQ(jit::xbyak::plan_pool_nhwc(jit::make_pool_spec_key(p, CONVJIT_OP_LPNORMPOOL_FORWARD, 2, isa)).unsupported,
+              "not max or mean pooling forward");
   }
 }
 
