@@ -2,8 +2,8 @@
 // problem), compiles a specialized kernel for a configuration once it is hot, and runs it from
 // then on, with no change to any type or signature. Results are bitwise identical on every tier
 // and for every thread count. Compiled kernels exist so far for forward convolution (and
-// backward data, which runs as forwards, but not strided depthwise); the other ops' hot
-// configurations show as "declined", with the reason.
+// backward data, which runs as forwards, but not strided depthwise) and max and mean pooling
+// forward (Xbyak); the other ops' hot configurations show as "declined", with the reason.
 //
 // The free functions of ops.hpp use Runtime::process_default(), configured by the environment
 // (CONVJIT_BACKEND, CONVJIT_HOT_THRESHOLD, CONVJIT_ASYNC, CONVJIT_NUM_THREADS, CONVJIT_VERBOSE,
