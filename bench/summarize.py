@@ -473,7 +473,9 @@ def print_backward(run, op, title):
 
 
 def print_pool_bound(run):
-    """Pooling forward and backward against oneDNN in the same layout and the copy bound of the same bytes."""
+    """Pooling forward and backward against oneDNN in the same layout and the copy bound of the same bytes.
+
+    convjit: the runtime in steady state (`auto`) where the run has it, else tier 0 (`generic`)."""
     shapes = []
     for name in run["data"]:
         if len(name) >= 2 and name[0] in ("pool_fwd", "pool_bwd") and name[1] not in shapes:
@@ -482,24 +484,26 @@ def print_pool_bound(run):
         return
     t = run["threads"]
     print(f"### Pooling against the bandwidth bound, {t} thread{'s' if t != 1 else ''}: µs per call\n")
-    print("| op | shape | copy of the bytes | generic nchw | generic nhwc | oneDNN nchw | oneDNN nhwc | "
-          "copy/generic nchw | copy/generic nhwc | generic/oneDNN nchw | generic/oneDNN nhwc |")
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    print("| op | shape | copy of the bytes | generic nchw | generic nhwc | auto nchw | auto nhwc | oneDNN nchw | "
+          "oneDNN nhwc | copy/convjit nchw | copy/convjit nhwc | convjit/oneDNN nchw | convjit/oneDNN nhwc |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for op in ("pool_fwd", "pool_bwd"):
         for shape in shapes:
             us = {}
-            for key in (("any", "copy"), ("nchw", "generic"), ("nhwc", "generic"), ("nchw", "onednn_plain"),
-                        ("nhwc", "onednn_plain")):
+            for key in (("any", "copy"), ("nchw", "generic"), ("nhwc", "generic"), ("nchw", "auto"), ("nhwc", "auto"),
+                        ("nchw", "onednn_plain"), ("nhwc", "onednn_plain")):
                 e = run["data"].get((op, shape) + key)
                 us[key] = seconds(e) * 1e6 if e else None
             copy = us[("any", "copy")]
-            cells = [op, shape] + [fmt(v) for v in us.values()]
-            cells += [fmt_ratio(ratio(copy, us[(lay, "generic")])) for lay in ("nchw", "nhwc")]
-            cells += [fmt_ratio(ratio(us[(lay, "onednn_plain")], us[(lay, "generic")])) for lay in ("nchw", "nhwc")]
+            convjit = {lay: us[(lay, "auto")] or us[(lay, "generic")] for lay in ("nchw", "nhwc")}
+            cells = [op, shape] + [fmt(v) if v else "–" for v in us.values()]
+            cells += [fmt_ratio(ratio(copy, convjit[lay])) for lay in ("nchw", "nhwc")]
+            cells += [fmt_ratio(ratio(us[(lay, "onednn_plain")], convjit[lay])) for lay in ("nchw", "nhwc")]
             print("| " + " | ".join(cells) + " |")
     print("\ncopy: one memcpy moving the bytes the op must read and write (forward x and y; mean backward dy "
-          "and dx; max backward also x and y). copy/generic ≥ 0.83 is within 1.2× of the bound; generic/oneDNN "
-          "> 1 is convjit faster.\n")
+          "and dx; max backward also x and y); auto: the default runtime in steady state (compiled rows where "
+          "they run; backward has none); convjit: auto, else generic. copy/convjit ≥ 0.83 is within 1.2× of the "
+          "bound; convjit/oneDNN > 1 is convjit faster.\n")
 
 
 def print_pool(run):

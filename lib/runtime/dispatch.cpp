@@ -287,18 +287,15 @@ detail::Status Runtime::Impl::pool_forward(detail::PoolOp op, const convjit_pool
     return detail::Status::success();
   }
   // What the compiled rows see: the NHWC problem (the twin of an NCHW one).
-  const detail::PoolGeometry runs = as_nhwc ? detail::pool_nhwc_twin(*params) : g;
+  detail::PoolGeometry runs;
+  detail::pool_rows_geometry(c, &runs);  // valid: g is
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
   const int threads = this->threads();
   std::optional<detail::GracePeriods::Reader> reading;
   const jit::CompiledKernel* kernel = compiled(
-      slot, id, calls,
-      [&] {
-        const convjit_pool_problem problem = detail::compiled_pool_problem(runs);
-        return jit::make_pool_spec_key(problem, code, params->rank, backend_->pool_isa_for(problem, isa_cap_));
-      },
+      slot, id, calls, [&] { return pool_spec_key(runs, code, params->rank); },
       [&](const jit::SpecKey& key) { return detail::pool_jit_declined_because(runs, op, *backend_, key); }, &reading);
   run_sampled(slot, calls, kernel != nullptr, [&] { run(threads, kernel ? kernel->pool_row : nullptr); });
   return detail::Status::success();

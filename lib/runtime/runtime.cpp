@@ -11,6 +11,7 @@
 
 #include "convjit/error.hpp"
 #include "fork.hpp"
+#include "ops_internal.hpp"
 #include "runtime_impl.hpp"
 #include "select_tier.hpp"
 #include "stats_json.hpp"
@@ -38,14 +39,30 @@ jit::SpecKey Runtime::Impl::spec_key(const detail::ConvGeometry& g, int32_t rank
   return jit::make_spec_key(g, rank, relu, backend_->isa_for(g, isa_cap_), policy.specialize_sizes);
 }
 
+jit::SpecKey Runtime::Impl::pool_spec_key(const detail::PoolGeometry& runs, int32_t op, int32_t rank) const {
+  const convjit_pool_problem problem = detail::compiled_pool_problem(runs);
+  return jit::make_pool_spec_key(problem, op, rank, backend_->pool_isa_for(problem, isa_cap_));
+}
+
 void Runtime::Impl::start_warm() {
   for (const detail::Configuration& c : detail::load_hot_configurations(policy.cache_dir)) {
+    // The key and why this version would decline it (the file may come from another version:
+    // such a configuration is left to the detector, which declines it when it gets hot).
+    jit::SpecKey key;
+    std::string declined;
     detail::ConvGeometry g;
-    if (!detail::compiled_forward_problem(c, &g)) continue;
-    const jit::SpecKey key = spec_key(g, c.conv.rank, c.activation == CONVJIT_ACT_RELU);
-    // A saved configuration this version would decline (the file may come from another) is left to
-    // the detector, which declines it when it gets hot.
-    if (policy.decline_slower && !detail::jit_declined_because(g, *backend_, key).empty()) continue;
+    detail::PoolGeometry runs;
+    if (detail::compiled_forward_problem(c, &g)) {
+      key = spec_key(g, c.conv.rank, c.activation == CONVJIT_ACT_RELU);
+      declined = detail::jit_declined_because(g, *backend_, key);
+    } else if (detail::pool_rows_geometry(c, &runs) && backend_->compiles(c.op)) {
+      key = pool_spec_key(runs, c.op, c.pool.rank);
+      const detail::PoolOp op = c.op == CONVJIT_OP_MAXPOOL_FORWARD ? detail::PoolOp::Max : detail::PoolOp::Mean;
+      declined = detail::pool_jit_declined_because(runs, op, *backend_, key);
+    } else {
+      continue;
+    }
+    if (policy.decline_slower && !declined.empty()) continue;
     const uint64_t id = detail::configuration_id(c);
     bool inserted = false;
     ConfigSlot& slot = table_.find_or_insert(id, c, &inserted);

@@ -104,6 +104,8 @@ struct Runtime::Impl {
   int64_t now_ns() const;  // since the runtime started: the timeline's clock
   // The key of g's kernel, for the ISA the backend picks within the policy's cap.
   jit::SpecKey spec_key(const detail::ConvGeometry& g, int32_t rank, bool relu) const;
+  // The key of the compiled pooling rows (op: max or mean forward) that run `runs` (NHWC).
+  jit::SpecKey pool_spec_key(const detail::PoolGeometry& runs, int32_t op, int32_t rank) const;
 
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<jit::Backend> backend_;  // null: generic tier only

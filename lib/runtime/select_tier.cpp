@@ -27,6 +27,14 @@ bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
   return true;
 }
 
+bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs) {
+  if (c.op != CONVJIT_OP_MAXPOOL_FORWARD && c.op != CONVJIT_OP_MEANPOOL_FORWARD) return false;
+  if (!make_pool_geometry(c.pool, runs).ok()) return false;
+  const PoolOp op = c.op == CONVJIT_OP_MAXPOOL_FORWARD ? PoolOp::Max : PoolOp::Mean;
+  if (nchw_pool_forward_runs_as_nhwc(*runs, c.pool, op)) *runs = pool_nhwc_twin(c.pool);
+  return true;
+}
+
 std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const jit::Backend& backend,
                                       const jit::SpecKey& key) {
   if (g.layout != Layout::NHWC) return "NCHW, not run as its NHWC twin (rows of whole vectors, or too large to copy)";

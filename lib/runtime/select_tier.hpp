@@ -27,6 +27,10 @@ ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* com
 // compiled kernel can run c (its op has none, or it is invalid).
 bool compiled_forward_problem(const Configuration& c, ConvGeometry* g);
 
+// The NHWC problem whose compiled pooling rows run configuration c (max or mean pooling forward:
+// itself, or the NHWC twin an NCHW problem runs as); false when c is no such op or invalid.
+bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs);
+
 // Why a pooling configuration that runs g (NHWC, or the NHWC twin of NCHW) should not be compiled
 // for `key`, or empty: tier 0's NCHW kernel runs it, no window is wholly real (the compiled rows
 // take only those), or the backend does not generate the key.
