@@ -274,8 +274,11 @@ detail::Status Runtime::Impl::pool_forward(detail::PoolOp op, const convjit_pool
   const float lp = op == detail::PoolOp::LpNorm ? p : 0.0f;
   const int32_t code = pool_op_code(op, false);
   const Configuration c = detail::pool_configuration(code, *params, lp);
-  const bool as_nhwc = detail::nchw_pool_forward_runs_as_nhwc(g, *params, op);
+  // NCHW runs as its NHWC twin where tier 0's NCHW kernel would lose to it, and wherever the
+  // twin's compiled rows have arrived (pool_rows_geometry: the twin where one can run it).
   auto run = [&](int threads, convjit_pool_row_fn compiled) {
+    const bool as_nhwc =
+        detail::nchw_pool_forward_runs_as_nhwc(g, *params, op) || (compiled && g.layout == Layout::NCHW);
     if (as_nhwc) {
       detail::pool_forward_as_nhwc(op, g, *params, threads, x, y, compiled);
     } else {

@@ -31,13 +31,15 @@ bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs) {
   if (c.op != CONVJIT_OP_MAXPOOL_FORWARD && c.op != CONVJIT_OP_MEANPOOL_FORWARD) return false;
   if (!make_pool_geometry(c.pool, runs).ok()) return false;
   const PoolOp op = c.op == CONVJIT_OP_MAXPOOL_FORWARD ? PoolOp::Max : PoolOp::Mean;
-  if (nchw_pool_forward_runs_as_nhwc(*runs, c.pool, op)) *runs = pool_nhwc_twin(c.pool);
+  // The twin wherever it can run (NCHW rows of whole vectors too: once its rows are compiled, they
+  // and the layout copies beat tier 0's NCHW row kernel; bench/RESULTS.md, "Session 8").
+  if (nchw_pool_backward_runs_as_nhwc(*runs, c.pool, op)) *runs = pool_nhwc_twin(c.pool);
   return true;
 }
 
 std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const jit::Backend& backend,
                                       const jit::SpecKey& key) {
-  if (g.layout != Layout::NHWC) return "NCHW, not run as its NHWC twin (rows of whole vectors, or too large to copy)";
+  if (g.layout != Layout::NHWC) return "NCHW without an NHWC twin (too large to copy, or no vector kernel)";
   if (!pool_runs_compiled_rows(g, op)) return "no output's window lies wholly inside the input";
   return backend.pool_decline_reason(key);
 }

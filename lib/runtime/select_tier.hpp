@@ -28,11 +28,12 @@ ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* com
 bool compiled_forward_problem(const Configuration& c, ConvGeometry* g);
 
 // The NHWC problem whose compiled pooling rows run configuration c (max or mean pooling forward:
-// itself, or the NHWC twin an NCHW problem runs as); false when c is no such op or invalid.
+// itself, or the NHWC twin of an NCHW problem, which runs as the twin once the rows arrive);
+// false when c is no such op or invalid.
 bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs);
 
 // Why a pooling configuration that runs g (NHWC, or the NHWC twin of NCHW) should not be compiled
-// for `key`, or empty: tier 0's NCHW kernel runs it, no window is wholly real (the compiled rows
+// for `key`, or empty: an NCHW problem without a twin, no window is wholly real (the compiled rows
 // take only those), or the backend does not generate the key.
 std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const jit::Backend& backend,
                                       const jit::SpecKey& key);
