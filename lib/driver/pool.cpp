@@ -136,14 +136,15 @@ struct ForwardBody {
   float* y;
   convjit_pool_row_fn compiled;  // or null
   NhwcForward nhwc = nhwc_forward_kernel(g, Op);
-  OutputBox interior = interior_outputs(g);
-  convjit_pool_problem problem = compiled_pool_problem(g);
+  // Only for compiled rows (a body is made per NCHW plane too).
+  OutputBox interior = compiled ? interior_outputs(g) : OutputBox{};
+  convjit_pool_problem problem = compiled ? compiled_pool_problem(g) : convjit_pool_problem{};
 
   // The compiled kernel takes the outputs whose windows are wholly real, a run of each row at a
   // time; tier 0's kernel the rest.
   bool whole_task(int64_t n, int64_t c0, int64_t c1) {
     if (!nhwc) return false;
-    const bool runs_compiled = compiled && !is_empty(interior);
+    const bool runs_compiled = !is_empty(interior);  // empty without compiled rows
     if (runs_compiled) {
       for (int64_t od = interior.lo[0]; od < interior.hi[0]; ++od) {
         for (int64_t oh = interior.lo[1]; oh < interior.hi[1]; ++oh) {
@@ -196,10 +197,10 @@ template <PoolOp Op>
 void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y, int64_t n, int64_t c) {
   constexpr int64_t kRun = 256;  // pixels formed at once
   ForwardBody<Op> body{g, p, x, y, nullptr};
-  const int64_t s = g.stride[2], reach = (g.window[2] - 1) * g.dilation[2];
-  const int64_t interior_begin = std::min(g.out[2], ceil_div(g.pad_begin[2], s));
-  const int64_t last_fit = g.in[2] - 1 - reach + g.pad_begin[2];  // the highest origin + pad that fits
-  int64_t interior_end = last_fit < 0 ? interior_begin : std::clamp(last_fit / s + 1, interior_begin, g.out[2]);
+  const int64_t s = g.stride[2];
+  const OutputBox whole_windows = interior_outputs(g);
+  const int64_t interior_begin = whole_windows.lo[2];
+  int64_t interior_end = whole_windows.hi[2];
   if (interior_end - interior_begin < 8) interior_end = interior_begin;  // not a vector's worth: one by one
   const float* plane = x + n * g.x.batch + c * g.x.channel;
   const NchwInterior vectors = nchw_interior_kernel(g, Op);

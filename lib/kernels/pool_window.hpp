@@ -29,7 +29,7 @@ inline OutputBox interior_outputs(const PoolGeometry& g) {
     // o * stride - pad >= 0, and o * stride - pad + (window - 1) * dilation <= in - 1 (each term
     // fits int64: validated).
     const int64_t last_origin = g.in[d] - 1 - (g.window[d] - 1) * g.dilation[d] + g.pad_begin[d];
-    box.lo[d] = std::min(g.out[d], g.pad_begin[d] / g.stride[d] + (g.pad_begin[d] % g.stride[d] != 0));
+    box.lo[d] = std::min(g.out[d], ceil_div(g.pad_begin[d], g.stride[d]));
     box.hi[d] = last_origin < 0 ? box.lo[d] : std::clamp(last_origin / g.stride[d] + 1, box.lo[d], g.out[d]);
   }
   return box;

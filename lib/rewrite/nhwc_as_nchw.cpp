@@ -54,10 +54,6 @@ void transpose_images(int64_t images, int64_t pixels, int64_t channels, const fl
                [&](int64_t n) { transpose(pixels, channels, src + n * image, dst + n * image, to_nchw); });
 }
 
-}  // namespace
-
-namespace {
-
 // The problem of `params` in `layout`: valid, as only the layout differs from a valid problem.
 ConvGeometry conv_twin(const convjit_conv_params& params, int32_t layout) {
   convjit_conv_params twin = params;

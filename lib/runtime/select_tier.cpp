@@ -16,11 +16,14 @@ bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
   if (!make_conv_geometry(c.conv, g).ok()) return false;
   convjit_conv_params forward = c.conv;
   if (c.op == CONVJIT_OP_CONV_BACKWARD_DATA) {
+    // dispatch.cpp's order: strided pointwise, the phases (the first's kernel serves all), stride 1.
+    bool as_forward = strided_pointwise_backward_data_as_forward(*g, c.conv, &forward);
     BackwardDataPhases phases;
-    const bool as_phases = strided_backward_data_phases(*g, c.conv, &phases);
-    if (as_phases) forward = phases.phase[0].forward;
-    const bool as_forward = strided_pointwise_backward_data_as_forward(*g, c.conv, &forward) || as_phases ||
-                            backward_data_as_forward(*g, c.conv, &forward);
+    if (!as_forward && strided_backward_data_phases(*g, c.conv, &phases)) {
+      forward = phases.phase[0].forward;
+      as_forward = true;
+    }
+    as_forward = as_forward || backward_data_as_forward(*g, c.conv, &forward);
     if (!as_forward || !make_conv_geometry(forward, g).ok()) return false;
   }
   if (nhwc_runs_as_nchw(*g)) *g = nchw_twin(forward);
