@@ -131,6 +131,24 @@ Policy policy_with(Backend backend, int threads) {
   return p;
 }
 
+// Three calls of `call` on a runtime of `threads` threads that compiles inline at the second:
+// each result the generic runtime's bits (and the generic one near the oracle's values), all three
+// counted under the call's op. Returns the one configuration's stats.
+ConfigStats three_calls_as_generic(Runtime& generic, const OpCall& call, int threads) {
+  SCOPED_TRACE(call.context);
+  const std::vector<float> want = call.run(generic);
+  EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
+  Runtime r(policy_with(Backend::Auto, threads));
+  for (int n = 0; n < 3; ++n) EXPECT_TRUE(bitwise_equal("runtime", call.run(r), want, call.out_shape, call.context));
+  const RuntimeStats s = r.stats();
+  EXPECT_EQ(s.configurations.size(), 1u);
+  if (s.configurations.empty()) return {};
+  const ConfigStats& c = s.configurations[0];
+  EXPECT_EQ(c.op, call.op);
+  EXPECT_EQ(c.calls_generic + c.calls_jit, 3);
+  return c;
+}
+
 TEST(EveryOp, IsCountedDeclinedWhenHotAndBitwiseOnEveryThreadCount) {
   Runtime generic(policy_with(Backend::None, 1));
   for (const OpCall& call : tier0_calls()) {
@@ -223,15 +241,8 @@ TEST(EveryOp, StridedPointwiseBackwardDataRunsAsAForwardOnEveryTier) {
       d.in_size[size_t(k)] += 4;
     }
     d.stride[0] = 2;  // at least one stride above 1
-    const OpCall call = conv_call(Op::ConvBackwardData, d, rng.next());
-    const std::vector<float> want = call.run(generic);
-    EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
-    Runtime r(policy_with(Backend::Auto, 1 + i % 2));
-    for (int n = 0; n < 3; ++n) EXPECT_TRUE(bitwise_equal("runtime", call.run(r), want, call.out_shape, call.context));
-    const RuntimeStats s = r.stats();
-    ASSERT_EQ(s.configurations.size(), 1u);
-    EXPECT_EQ(s.configurations[0].op, Op::ConvBackwardData);
-    compiled += s.configurations[0].calls_jit > 0;
+    compiled +=
+        three_calls_as_generic(generic, conv_call(Op::ConvBackwardData, d, rng.next()), 1 + i % 2).calls_jit > 0;
   }
   if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "none") {
     EXPECT_GT(compiled, 0) << "no strided pointwise backward data reached a compiled kernel";
@@ -265,17 +276,8 @@ TEST(EveryOp, StridedBackwardDataRunsAsItsPhasesOnEveryTier) {
     d.dilation[size_t(rank - 1)] = 1;
     d.kernel[size_t(rank - 1)] = std::max<int64_t>(d.kernel[size_t(rank - 1)], 2);
     if (i % 6 == 5) d.in_size[size_t(rank - 1)] += 40;  // rows the compiled kernels take
-    const OpCall call = conv_call(Op::ConvBackwardData, d, rng.next());
-    SCOPED_TRACE(call.context);
-    const std::vector<float> want = call.run(generic);
-    EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
-    Runtime r(policy_with(Backend::Auto, 1 + i % 3));
-    for (int n = 0; n < 3; ++n) EXPECT_TRUE(bitwise_equal("runtime", call.run(r), want, call.out_shape, call.context));
-    const RuntimeStats s = r.stats();
-    ASSERT_EQ(s.configurations.size(), 1u);
-    EXPECT_EQ(s.configurations[0].op, Op::ConvBackwardData);
-    EXPECT_EQ(s.configurations[0].calls_generic + s.configurations[0].calls_jit, 3);
-    compiled += s.configurations[0].calls_jit > 0;
+    compiled +=
+        three_calls_as_generic(generic, conv_call(Op::ConvBackwardData, d, rng.next()), 1 + i % 3).calls_jit > 0;
   }
   if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "none") {
     EXPECT_GE(compiled, 4) << "too few strided backward data problems reached a compiled kernel";
@@ -340,8 +342,8 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
 }
 
 // Max and mean pooling forward reach the JIT tier (Xbyak's NHWC rows; NCHW through its NHWC twin)
-// where a window lies wholly inside the input, and are declined with the reason where none does
-// or tier 0's NCHW kernel runs them; every tier the generic one's bits and the oracle's values.
+// where a window lies wholly inside the input, and are declined with the reason where none does;
+// every tier the generic one's bits and the oracle's values.
 TEST(EveryOp, MaxAndMeanPoolingForwardReachTheJitTier) {
   Runtime generic(policy_with(Backend::None, 1));
   if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "xbyak") {
@@ -355,16 +357,7 @@ TEST(EveryOp, MaxAndMeanPoolingForwardReachTheJitTier) {
     for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward}) {
       const OpCall call = pool_call(op, d, rng.next());
       SCOPED_TRACE(call.context);
-      const std::vector<float> want = call.run(generic);
-      EXPECT_TRUE(all_close("generic", want.data(), call.want, call.out_shape, call.reduction, call.context));
-      Runtime r(policy_with(Backend::Auto, 1 + i % 3));
-      for (int n = 0; n < 3; ++n)
-        EXPECT_TRUE(bitwise_equal("runtime", call.run(r), want, call.out_shape, call.context));
-      const RuntimeStats s = r.stats();
-      ASSERT_EQ(s.configurations.size(), 1u);
-      const ConfigStats& c = s.configurations[0];
-      EXPECT_EQ(c.op, op);
-      EXPECT_EQ(c.calls_generic + c.calls_jit, 3);
+      const ConfigStats c = three_calls_as_generic(generic, call, 1 + i % 3);
       if (c.state == "jit") {
         ++compiled;
         EXPECT_EQ(c.kernel.rfind(op == Op::MaxPoolForward ? "maxpool" : "meanpool", 0), 0u) << c.kernel;
