@@ -165,22 +165,41 @@ double tolerance(const std::vector<double>& want, int64_t reduction_length) {
   return kRelativeTolerance * scale * widening;
 }
 
-::testing::AssertionResult all_close(const std::string& what, const float* got, const std::vector<double>& want,
-                                     const TensorShape& shape, int64_t reduction_length,
-                                     const std::string& context) {
+namespace {
+
+// magnitude: null, or per element the sum of its terms' absolute values (see compare.hpp).
+::testing::AssertionResult all_close_within(const std::string& what, const float* got, const std::vector<double>& want,
+                                            const std::vector<double>* magnitude, const TensorShape& shape,
+                                            int64_t reduction_length, const std::string& context) {
   const double tol = tolerance(want, reduction_length);
+  const double per_term = kTermRoundings * std::sqrt(double(reduction_length)) * double(FLT_EPSILON);
+  auto allowed = [&](int64_t i) { return magnitude ? std::max(tol, per_term * (*magnitude)[size_t(i)]) : tol; };
   int64_t failures = 0, first = -1;
   for (int64_t i = 0; i < int64_t(want.size()); ++i) {
     const bool ok = is_special(want[i]) ? same_special(got[i], want[i])
-                                        : std::fabs(double(got[i]) - want[i]) <= tol;  // false for NaN
+                                        : std::fabs(double(got[i]) - want[i]) <= allowed(i);  // false for NaN
     if (!ok && failures++ == 0) first = i;
   }
   if (failures == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << what << ": " << failures << " of " << want.size() << " elements differ; first at index " << first
-         << " (" << shape.name(first) << "): got " << num(got[first]) << ", want " << num(want[first]) << ", |diff| "
-         << num(std::fabs(double(got[first]) - want[first])) << " > tolerance " << num(tol) << " (reduction length "
-         << reduction_length << ")\n  " << context;
+  return ::testing::AssertionFailure() << what << ": " << failures << " of " << want.size()
+                                       << " elements differ; first at index " << first << " (" << shape.name(first)
+                                       << "): got " << num(got[first]) << ", want " << num(want[first]) << ", |diff| "
+                                       << num(std::fabs(double(got[first]) - want[first])) << " > tolerance "
+                                       << num(allowed(first)) << " (reduction length " << reduction_length << ")\n  "
+                                       << context;
+}
+
+}  // namespace
+
+::testing::AssertionResult all_close(const std::string& what, const float* got, const std::vector<double>& want,
+                                     const TensorShape& shape, int64_t reduction_length, const std::string& context) {
+  return all_close_within(what, got, want, nullptr, shape, reduction_length, context);
+}
+
+::testing::AssertionResult all_close(const std::string& what, const float* got, const std::vector<double>& want,
+                                     const std::vector<double>& magnitude, const TensorShape& shape,
+                                     int64_t reduction_length, const std::string& context) {
+  return all_close_within(what, got, want, &magnitude, shape, reduction_length, context);
 }
 
 ::testing::AssertionResult all_equal(const std::string& what, const float* got, const std::vector<double>& want,

@@ -49,6 +49,14 @@ double tolerance(const std::vector<double>& want, int64_t reduction_length);
 ::testing::AssertionResult all_close(const std::string& what, const float* got, const std::vector<double>& want,
                                      const TensorShape& shape, int64_t reduction_length,
                                      const std::string& context);
+// As above, and each element also allowed the float rounding of its terms:
+// kTermRoundings * sqrt(reduction_length) * FLT_EPSILON * magnitude[i], where magnitude is the
+// oracle run on the inputs' absolute values (each output's sum of |term|). A result that cancels
+// to far below its terms is judged against the terms, not against the largest result.
+inline constexpr double kTermRoundings = 16;
+::testing::AssertionResult all_close(const std::string& what, const float* got, const std::vector<double>& want,
+                                     const std::vector<double>& magnitude, const TensorShape& shape,
+                                     int64_t reduction_length, const std::string& context);
 // Every element equal to the reference (exactly representable results such as max pooling).
 ::testing::AssertionResult all_equal(const std::string& what, const float* got, const std::vector<double>& want,
                                      const TensorShape& shape, const std::string& context);
