@@ -2,8 +2,9 @@
 // pool_bwd/<shape>/<layout>/<method>, and pool_fwd|pool_bwd/<shape>/<layout>/copy.
 //
 // Methods: `generic` (a Runtime without backend: tier 0), `auto` (the process default runtime in
-// steady state, past its hot threshold and compiles: stride-1 backward data runs compiled, the rest
-// is declined to tier 0 until they get kernels of their own), `onednn_any` (oneDNN's backward
+// steady state, past its hot threshold and compiles: backward data runs as compiled forwards where
+// it can, max and mean pooling backward on compiled rows, the rest is declined to tier 0 until
+// they get kernels of their own), `onednn_any` (oneDNN's backward
 // primitives, format any, inputs reordered once outside the timed loop, its best ISA),
 // `im2col_openblas` (NNlib's gradients, NCHW) and, for pooling, `onednn_plain` (the same layout)
 // and `copy`: one memcpy moving as many bytes as the op must (read + written), the bandwidth
@@ -83,6 +84,21 @@ std::string runtime_label(const convjit::Runtime& rt, convjit::Op op, const conv
   return "?";
 }
 
+// Calls call() past rt's hot threshold and its compiles, and once more: the steady state from
+// here on. False (the benchmark skipped with the error) where a call threw.
+template <typename Call>
+bool warmed_up(benchmark::State& st, convjit::Runtime& rt, Call&& call) {
+  try {
+    for (int64_t i = 0; i <= rt.policy().hot_threshold; ++i) call();
+    rt.wait_for_compiles();
+    call();
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return false;
+  }
+  return true;
+}
+
 void bm_conv_backward(benchmark::State& st, const ConvShape* s, Layout l, ConvBackward which, bool use_default) {
   GradientData& d = gradient_data(*s, l, which);
   const convjit::ConvDims dims = s->dims(l);
@@ -93,14 +109,7 @@ void bm_conv_backward(benchmark::State& st, const ConvShape* s, Layout l, ConvBa
     else
       rt.conv_backward_filter(dims, d.x.data(), d.dy.data(), d.out.data());
   };
-  try {
-    for (int64_t i = 0; i <= rt.policy().hot_threshold; ++i) call();
-    rt.wait_for_compiles();
-    call();
-  } catch (const std::exception& e) {
-    st.SkipWithError(e.what());
-    return;
-  }
+  if (!warmed_up(st, rt, call)) return;
   if (use_default) {
     st.SetLabel(runtime_label(rt, which == ConvBackward::Data ? convjit::Op::ConvBackwardData
                                                               : convjit::Op::ConvBackwardFilter,
@@ -177,17 +186,21 @@ int64_t pool_bytes(const PoolShape& s, bool backward) {
   return int64_t(sizeof(float)) * (s.op == "max" ? 2 * x + 2 * y : x + y);
 }
 
-void bm_pool_backward(benchmark::State& st, const PoolShape* s, Layout l) {
+void bm_pool_backward(benchmark::State& st, const PoolShape* s, Layout l, bool use_default) {
   PoolGradientData& d = pool_gradient_data(*s, l);
   const convjit::PoolDims dims = s->dims(l);
-  convjit::Runtime& rt = generic_runtime();
+  convjit::Runtime& rt = use_default ? convjit::Runtime::process_default() : generic_runtime();
   auto call = [&] {
     if (s->op == "max")
       rt.maxpool_backward(dims, d.x.data(), d.y.data(), d.dy.data(), d.dx.data());
     else
       rt.meanpool_backward(dims, d.dy.data(), d.dx.data());
   };
-  call();
+  if (!warmed_up(st, rt, call)) return;
+  if (use_default) {
+    st.SetLabel(
+        pool_runtime_label(rt, s->op == "max" ? convjit::Op::MaxPoolBackward : convjit::Op::MeanPoolBackward, dims));
+  }
   timed(st, call);
   st.SetBytesProcessed(st.iterations() * pool_bytes(*s, true));
 }
@@ -245,7 +258,8 @@ void register_backward_benchmarks(const ShapeSet& set) {
   for (const PoolShape& s : pool) {
     for (Layout l : {Layout::NCHW, Layout::NHWC}) {
       const std::string lb = "pool_bwd/" + s.name + "/" + layout_name(l) + "/";
-      in_microseconds(benchmark::RegisterBenchmark((lb + "generic").c_str(), bm_pool_backward, &s, l));
+      in_microseconds(benchmark::RegisterBenchmark((lb + "generic").c_str(), bm_pool_backward, &s, l, false));
+      in_microseconds(benchmark::RegisterBenchmark((lb + "auto").c_str(), bm_pool_backward, &s, l, true));
       if (have_onednn())
         in_microseconds(benchmark::RegisterBenchmark((lb + "onednn_plain").c_str(), bm_pool_backward_onednn, &s, l));
     }

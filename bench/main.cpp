@@ -341,16 +341,7 @@ void bm_pool_convjit(benchmark::State& st, const cb::PoolShape* s, Layout l, boo
     return;
   }
   if (auto_tier) {
-    const convjit::Op op = max ? convjit::Op::MaxPoolForward : convjit::Op::MeanPoolForward;
-    const convjit::PoolDims as_called =
-        convjit::PoolDims::from_c(dims.to_c());  // strides resolved, as the stats hold them
-    for (const convjit::ConfigStats& c : rt.stats().configurations) {
-      const convjit::PoolDims& p = c.pool_dims;
-      if (c.op == op && p.layout == dims.layout && p.batch == dims.batch && p.channels == dims.channels &&
-          p.in_size == as_called.in_size && p.window == as_called.window && p.stride == as_called.stride) {
-        st.SetLabel(c.state == "jit" ? c.kernel : c.state);
-      }
-    }
+    st.SetLabel(cb::pool_runtime_label(rt, max ? convjit::Op::MaxPoolForward : convjit::Op::MeanPoolForward, dims));
   }
   for (auto _ : st) {
     run();

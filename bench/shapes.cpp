@@ -205,6 +205,19 @@ uint64_t seed_of(const std::string& text) {
   return h;
 }
 
+std::string pool_runtime_label(convjit::Runtime& rt, convjit::Op op, const convjit::PoolDims& dims) {
+  const convjit::PoolDims as_called =
+      convjit::PoolDims::from_c(dims.to_c());  // strides resolved, as the stats hold them
+  for (const convjit::ConfigStats& c : rt.stats().configurations) {
+    const convjit::PoolDims& p = c.pool_dims;
+    if (c.op == op && p.layout == dims.layout && p.batch == dims.batch && p.channels == dims.channels &&
+        p.in_size == as_called.in_size && p.window == as_called.window && p.stride == as_called.stride) {
+      return c.state == "jit" ? c.kernel : c.state;
+    }
+  }
+  return "?";
+}
+
 bool same_dims(const convjit::ConvDims& a, const convjit::ConvDims& b) {
   if (a.rank != b.rank || a.layout != b.layout || a.mode != b.mode || a.batch != b.batch ||
       a.in_channels != b.in_channels || a.out_channels != b.out_channels || a.groups != b.groups)

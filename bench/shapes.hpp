@@ -2,13 +2,13 @@
 #pragma once
 
 #include <array>
+#include <convjit/convjit.hpp>
+#include <convjit/runtime.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <convjit/convjit.hpp>
 
 namespace convjit_bench {
 
@@ -98,5 +98,8 @@ void fill_random(Buffer& b, uint64_t seed);
 uint64_t seed_of(const std::string& text);
 // Every field that makes a problem (entries beyond rank ignored).
 bool same_dims(const convjit::ConvDims& a, const convjit::ConvDims& b);
+// What the runtime ran pooling `dims` with, for a benchmark's label: the kernel's name, or the
+// configuration's state ("declined", ...) when it runs generic, or "?".
+std::string pool_runtime_label(convjit::Runtime& rt, convjit::Op op, const convjit::PoolDims& dims);
 
 }  // namespace convjit_bench

@@ -1,5 +1,5 @@
 // What a JIT backend offers the runtime: compiled kernels for specialization keys (forward
-// convolution tiles; Xbyak also max and mean pooling rows).
+// convolution tiles; Xbyak also max and mean pooling rows, forward and backward).
 // Backends are plain factories (no LLVM or Xbyak type escapes jit/), thread-safe, and never
 // throw: a failed compile is a message, and the configuration stays on the generic tier.
 #pragma once
@@ -37,7 +37,7 @@ class Backend {
   // not (the configuration then stays generic, and the stats say why).
   virtual std::string decline_reason(const convjit_conv_problem& problem, const SpecKey& key) const = 0;
   // Whether the backend compiles kernels of op (convjit_op) at all: forward convolution, by every
-  // backend; max and mean pooling forward by Xbyak.
+  // backend; max and mean pooling, forward and backward, by Xbyak.
   virtual bool compiles(int32_t op) const { return op == CONVJIT_OP_CONV_FORWARD; }
   // The ISA of a pooling problem's kernel, at most `cap`, and why its key is not generated (or
   // empty); asked only where compiles(op).

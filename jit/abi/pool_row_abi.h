@@ -7,7 +7,14 @@
  * range of channels; the outputs with windows that reach into padding go to tier 0. Numbers, as
  * every pooling path's (lib/kernels/pool_nhwc.hpp): taps in row-major order; max from -inf with
  * (v > acc) ? v : acc, so NaN never enters, and NaN where no tap held a number; mean a sum from
- * +0 in that order, divided once by the problem's divisor. */
+ * +0 in that order, divided once by the problem's divisor. Backward adds each output's gradient
+ * into dx, output after output along the run (the driver calls the runs in output order, between
+ * tier 0's outputs, so every dx element gets its terms in output order): mean dy / divisor to
+ * every tap, max dy to the first tap, row-major, whose x equals y (compared ordered: NaN equals
+ * nothing). Where the windows tile x (convjit_pool_windows_tile: no two share an element, none
+ * skips one), backward rows write their windows' dx without reading it, each element once:
+ * +0 + the gradient where one goes, else +0, the bits of adding into a zeroed dx; the driver does
+ * not zero those elements. */
 #ifndef CONVJIT_JIT_POOL_ROW_ABI_H
 #define CONVJIT_JIT_POOL_ROW_ABI_H
 
@@ -29,13 +36,25 @@ typedef struct convjit_pool_problem {
 } convjit_pool_problem;
 
 typedef struct convjit_pool_row {
-  const float* x;   /* tap (0, 0, 0) of the run's first output, at its first channel */
-  float* y;         /* the run's first output, at its first channel */
+  const float* x;   /* tap (0, 0, 0) of the run's first output, at its first channel (not read by mean backward) */
+  float* y;         /* the run's first output, at its first channel (written by forward; only read by max backward) */
+  const float* dy;  /* backward: the run's first output's gradient (y's strides) */
+  float* dx;        /* backward: as x, in the gradient (x's strides) */
   int64_t outputs;  /* along W */
   int64_t channels; /* from the first */
 } convjit_pool_row;
 
 typedef void (*convjit_pool_row_fn)(const convjit_pool_problem* problem, const convjit_pool_row* row);
+
+/* Whether the windows of (window, stride, dilation) tile the input along every dim: stride equal
+ * to the window, dilation 1. */
+static inline int convjit_pool_windows_tile(const int64_t window[3], const int64_t stride[3],
+                                            const int64_t dilation[3]) {
+  for (int d = 0; d < 3; ++d) {
+    if (stride[d] != window[d] || dilation[d] != 1) return 0;
+  }
+  return 1;
+}
 
 #ifdef __cplusplus
 }

@@ -27,10 +27,11 @@ std::string SpecKey::name() const {
       if (v[d] != v[first]) return false;
     return true;
   };
-  const char* family = op == CONVJIT_OP_MAXPOOL_FORWARD    ? "maxpool"
-                       : op == CONVJIT_OP_MEANPOOL_FORWARD ? "meanpool"
-                                                           : "conv";
-  std::string n = family + std::to_string(rank) + "d_fwd_f32_k" + dims(kernel);
+  const bool max = op == CONVJIT_OP_MAXPOOL_FORWARD || op == CONVJIT_OP_MAXPOOL_BACKWARD;
+  const bool mean = op == CONVJIT_OP_MEANPOOL_FORWARD || op == CONVJIT_OP_MEANPOOL_BACKWARD;
+  const bool backward = op == CONVJIT_OP_MAXPOOL_BACKWARD || op == CONVJIT_OP_MEANPOOL_BACKWARD;
+  const char* family = max ? "maxpool" : mean ? "meanpool" : "conv";
+  std::string n = family + std::to_string(rank) + (backward ? "d_bwd_f32_k" : "d_fwd_f32_k") + dims(kernel);
   n += "_s" + (uniform(stride) ? std::to_string(stride[first]) : dims(stride));
   if (!all_one(dilation)) n += "_d" + (uniform(dilation) ? std::to_string(dilation[first]) : dims(dilation));
   if (layout == CONVJIT_NHWC) n += "_nhwc";

@@ -19,7 +19,7 @@ inline constexpr int32_t kNhwcNarrowClass = 16;  // fewer than 32 output channel
 inline constexpr int32_t kNhwcWideClass = 32;    // 32 or more
 
 struct SpecKey {
-  int32_t op;      // convjit_op: CONVJIT_OP_CONV_FORWARD, CONVJIT_OP_MAXPOOL_FORWARD, CONVJIT_OP_MEANPOOL_FORWARD
+  int32_t op;      // convjit_op: CONVJIT_OP_CONV_FORWARD, or max or mean pooling forward or backward
   int32_t rank;    // for the name only: 1, 2 or 3 spatial dims
   int32_t layout;  // convjit_layout
   int32_t flip;    // convolution mode
@@ -36,14 +36,14 @@ struct SpecKey {
 
   bool operator==(const SpecKey& other) const { return std::memcmp(this, &other, sizeof *this) == 0; }
   uint64_t hash() const;
-  // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx512", "maxpool2d_fwd_f32_k3x3_s2_nhwc__avx512":
+  // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx512", "maxpool2d_bwd_f32_k3x3_s2_nhwc__avx512":
   // the JIT symbol, the verbose line, the stats and the benchmark name.
   std::string name() const;
 };
 static_assert(sizeof(SpecKey) == 8 * sizeof(int32_t) + 14 * sizeof(int64_t), "no padding bytes");
 
 SpecKey make_spec_key(const convjit_conv_problem& problem, int32_t rank, bool relu, Isa isa, bool specialize_sizes);
-// op: CONVJIT_OP_MAXPOOL_FORWARD or CONVJIT_OP_MEANPOOL_FORWARD; NHWC.
+// op: max or mean pooling, forward or backward (CONVJIT_OP_MAXPOOL_FORWARD ...); NHWC.
 SpecKey make_pool_spec_key(const convjit_pool_problem& problem, int32_t op, int32_t rank, Isa isa);
 
 }  // namespace convjit::jit

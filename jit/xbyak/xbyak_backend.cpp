@@ -7,7 +7,7 @@
 #include "conv_fwd_nhwc.hpp"
 #include "emit.hpp"
 #include "isa_traits.hpp"
-#include "pool_fwd_nhwc.hpp"
+#include "pool_rows_nhwc.hpp"
 
 namespace convjit::jit {
 namespace {
@@ -59,7 +59,8 @@ class XbyakBackend : public Backend {
   }
 
   bool compiles(int32_t op) const override {
-    return op == CONVJIT_OP_CONV_FORWARD || op == CONVJIT_OP_MAXPOOL_FORWARD || op == CONVJIT_OP_MEANPOOL_FORWARD;
+    return op == CONVJIT_OP_CONV_FORWARD || op == CONVJIT_OP_MAXPOOL_FORWARD || op == CONVJIT_OP_MEANPOOL_FORWARD ||
+           op == CONVJIT_OP_MAXPOOL_BACKWARD || op == CONVJIT_OP_MEANPOOL_BACKWARD;
   }
 
   // Pooling rows: the widest ISA the host and the cap allow.
@@ -74,7 +75,7 @@ class XbyakBackend : public Backend {
       *error = std::string("host lacks ") + isa_name(key.isa);
       return false;
     }
-    if (key.op != CONVJIT_OP_CONV_FORWARD) return xbyak::generate_pool_fwd_nhwc(key, out, error);
+    if (key.op != CONVJIT_OP_CONV_FORWARD) return xbyak::generate_pool_nhwc(key, out, error);
     return key.layout == CONVJIT_NCHW ? xbyak::generate_conv_fwd_nchw(key, out, error)
                                       : xbyak::generate_conv_fwd_nhwc(key, out, error);
   }

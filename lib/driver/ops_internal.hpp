@@ -25,18 +25,18 @@ bool backward_filter_runs_direct(const ConvGeometry& g);
 // Whether it runs on a vector kernel with the channels in the lanes (NHWC depthwise).
 bool backward_filter_runs_channels_in_lanes(const ConvGeometry& g);
 
-// compiled: a compiled max or mean pooling row kernel (jit/abi/pool_row_abi.h) for the outputs
-// whose windows are wholly real, or null.
+// compiled: a compiled max or mean pooling row kernel (jit/abi/pool_row_abi.h) of the op and
+// direction for the outputs whose windows are wholly real, or null.
 void run_pool_forward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, float* y,
                       convjit_pool_row_fn compiled = nullptr);
 // The problem a compiled pooling row kernel of g reads.
 convjit_pool_problem compiled_pool_problem(const PoolGeometry& g);
-// Whether run_pool_forward gives some of g's outputs to a compiled row kernel (NHWC max and mean
-// on tier 0's vector kernel, some window wholly real).
+// Whether run_pool_forward and run_pool_backward give some of g's outputs to a compiled row
+// kernel (NHWC max and mean on tier 0's vector kernel, some window wholly real).
 bool pool_runs_compiled_rows(const PoolGeometry& g, PoolOp op);
 // x and y are read by Max and LpNorm only.
 void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, const float* y,
-                       const float* dy, float* dx);
+                       const float* dy, float* dx, convjit_pool_row_fn compiled = nullptr);
 // Whether g's pooling runs on a vector kernel with the channels in the lanes (NHWC max and mean).
 bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op);
 // Whether every NCHW output row of g is whole vectors of its W-interior kernel (no output formed

@@ -36,7 +36,7 @@ ChannelBlocks channel_blocks(const PoolGeometry& g) {
 using NhwcForward = void (*)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t, int64_t,
                              const OutputBox*);
 using NhwcBackward = void (*)(const PoolGeometry&, PoolOp, const float*, const float*, const float*, float*, int64_t,
-                              int64_t, int64_t);
+                              int64_t, int64_t, const CompiledPoolRows*);
 
 NhwcForward nhwc_forward_kernel(const PoolGeometry& g, PoolOp op) {
 #if defined(__x86_64__)
@@ -148,13 +148,9 @@ struct ForwardBody {
     if (runs_compiled) {
       for (int64_t od = interior.lo[0]; od < interior.hi[0]; ++od) {
         for (int64_t oh = interior.lo[1]; oh < interior.hi[1]; ++oh) {
-          const int64_t ow = interior.lo[2];
-          const convjit_pool_row row{
-              x + n * g.x.batch + (od * g.stride[0] - g.pad_begin[0]) * g.x.spatial[0] +
-                  (oh * g.stride[1] - g.pad_begin[1]) * g.x.spatial[1] +
-                  (ow * g.stride[2] - g.pad_begin[2]) * g.x.spatial[2] + c0,
-              y + n * g.y.batch + od * g.y.spatial[0] + oh * g.y.spatial[1] + ow * g.y.spatial[2] + c0,
-              interior.hi[2] - ow, c1 - c0};
+          const RunStart at = run_start(g, interior, n, od, oh, c0);
+          const convjit_pool_row row{x + at.window, y + at.output, nullptr, nullptr, interior.hi[2] - interior.lo[2],
+                                     c1 - c0};
           compiled(&problem, &row);
         }
       }
@@ -272,20 +268,53 @@ struct BackwardBody {
   float p;
   const float *x, *y, *dy;
   float* dx;
+  convjit_pool_row_fn compiled;  // or null
   NhwcBackward nhwc = nhwc_backward_kernel(g, op);
+  convjit_pool_problem problem = compiled ? compiled_pool_problem(g) : convjit_pool_problem{};
+  // The tier-0 kernel runs the compiled rows between its own outputs, in output order.
+  CompiledPoolRows rows{compiled, &problem, compiled&& nhwc ? interior_outputs(g) : OutputBox{}};
+  bool runs_rows = !is_empty(rows.box);
+  // Where the windows tile x, the rows write the inputs of their windows without reading them.
+  bool rows_overwrite = runs_rows && convjit_pool_windows_tile(g.window, g.stride, g.dilation);
 
   bool whole_task(int64_t n, int64_t c0, int64_t c1) {
-    if (nhwc) nhwc(g, op, x, y, dy, dx, n, c0, c1);
+    if (nhwc) nhwc(g, op, x, y, dy, dx, n, c0, c1, runs_rows ? &rows : nullptr);
     return nhwc != nullptr;
   }
 
-  void begin(int64_t n, int64_t c0, int64_t c1) {  // this task's dx block starts at zero
+  // This task's dx block starts at zero, but for the inputs overwriting rows write.
+  void begin(int64_t n, int64_t c0, int64_t c1) {
     float* image = dx + n * g.x.batch;
     const int64_t pixels = g.in[0] * g.in[1] * g.in[2];
     if (g.layout == Layout::NCHW) {
       std::memset(image + c0 * g.x.channel, 0, sizeof(float) * size_t((c1 - c0) * pixels));
-    } else {
-      for (int64_t q = 0; q < pixels; ++q) std::fill(image + q * g.channels + c0, image + q * g.channels + c1, 0.0f);
+      return;
+    }
+    const int64_t count = c1 - c0;
+    auto zero_pixels = [&](int64_t first, int64_t end) {
+      if (count == g.channels) {  // the pixels' channels are one run
+        std::memset(image + first * g.channels, 0, sizeof(float) * size_t((end - first) * g.channels));
+        return;
+      }
+      for (int64_t q = first; q < end; ++q) std::fill(image + q * g.channels + c0, image + q * g.channels + c1, 0.0f);
+    };
+    if (!rows_overwrite) return zero_pixels(0, pixels);
+    // The rows' windows tile the inputs [lo * stride - pad, hi * stride - pad) of every dim.
+    int64_t lo[3], hi[3];
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = rows.box.lo[d] * g.stride[d] - g.pad_begin[d];
+      hi[d] = rows.box.hi[d] * g.stride[d] - g.pad_begin[d];
+    }
+    for (int64_t a = 0; a < g.in[0]; ++a) {
+      for (int64_t b = 0; b < g.in[1]; ++b) {
+        const int64_t row = (a * g.in[1] + b) * g.in[2];
+        if (a < lo[0] || a >= hi[0] || b < lo[1] || b >= hi[1]) {
+          zero_pixels(row, row + g.in[2]);
+        } else {
+          zero_pixels(row, row + lo[2]);
+          zero_pixels(row + hi[2], row + g.in[2]);
+        }
+      }
     }
   }
 
@@ -366,8 +395,8 @@ bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op) {
 }
 
 void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, const float* y,
-                       const float* dy, float* dx) {
-  for_each_output(g, threads, BackwardBody{g, op, p, x, y, dy, dx});
+                       const float* dy, float* dx, convjit_pool_row_fn compiled) {
+  for_each_output(g, threads, BackwardBody{g, op, p, x, y, dy, dx, compiled});
 }
 
 }  // namespace convjit::detail

@@ -11,16 +11,27 @@
 #include <cstdint>
 
 #include "geometry.hpp"
+#include "pool_row_abi.h"
 
 namespace convjit::detail {
+
+// Compiled backward rows (jit/abi/pool_row_abi.h) for the outputs in `box`, whose windows are
+// wholly real: the backward kernel runs each row's run of them where its output order reaches it,
+// for its block of channels, so every dx element still gets its terms in output order.
+struct CompiledPoolRows {
+  convjit_pool_row_fn run;
+  const convjit_pool_problem* problem;
+  OutputBox box;
+};
 
 namespace avx2 {
 bool pool_nhwc_supported(const PoolGeometry& g, PoolOp op);
 void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1,
                        const OutputBox* skip);
-// dx's channels [c0, c1) of image n must be zero; x and y are read by Max only.
+// dx's channels [c0, c1) of image n must be zero; x and y are read by Max only; compiled: null or
+// the rows for the outputs of its box.
 void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy, float* dx,
-                        int64_t n, int64_t c0, int64_t c1);
+                        int64_t n, int64_t c0, int64_t c1, const CompiledPoolRows* compiled);
 }  // namespace avx2
 
 namespace avx512 {
@@ -28,7 +39,7 @@ bool pool_nhwc_supported(const PoolGeometry& g, PoolOp op);
 void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1,
                        const OutputBox* skip);
 void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy, float* dx,
-                        int64_t n, int64_t c0, int64_t c1);
+                        int64_t n, int64_t c0, int64_t c1, const CompiledPoolRows* compiled);
 }  // namespace avx512
 
 }  // namespace convjit::detail

@@ -14,8 +14,8 @@ void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* 
 }
 
 void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy, float* dx,
-                        int64_t n, int64_t c0, int64_t c1) {
-  run_pool_nhwc_backward<Avx2Floats>(g, op, x, y, dy, dx, n, c0, c1);
+                        int64_t n, int64_t c0, int64_t c1, const CompiledPoolRows* compiled) {
+  run_pool_nhwc_backward<Avx2Floats>(g, op, x, y, dy, dx, n, c0, c1, compiled);
 }
 
 }  // namespace convjit::detail::avx2

@@ -2,6 +2,7 @@
 // from files compiled for F's ISA; everything here has internal linkage.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -164,20 +165,40 @@ inline __attribute__((always_inline)) void backward_channels(const PoolGeometry&
   });
 }
 
+// The compiled run of output row (od, oh) for channels [c, c + count) of image n.
+inline void run_compiled_row(const PoolGeometry& g, const CompiledPoolRows& rows, const float* x, const float* y,
+                             const float* dy, float* dx, int64_t n, int64_t od, int64_t oh, int64_t c, int64_t count) {
+  const RunStart at = run_start(g, rows.box, n, od, oh, c);
+  // y is only read by backward rows (the ABI's one row type serves both directions).
+  const convjit_pool_row row{x ? x + at.window : nullptr,
+                             y ? const_cast<float*>(y) + at.output : nullptr,
+                             dy + at.output,
+                             dx + at.window,
+                             rows.box.hi[2] - rows.box.lo[2],
+                             count};
+  rows.run(rows.problem, &row);
+}
+
 template <typename F>
 void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy,
-                            float* dx, int64_t n, int64_t c0, int64_t c1) {
+                            float* dx, int64_t n, int64_t c0, int64_t c1, const CompiledPoolRows* compiled) {
   const TapList list = list_taps(g);
   const float window_size = window_taps(g);
   const bool max = op == PoolOp::Max;
   const float* x_image = max ? x + n * g.x.batch : nullptr;
   float* dx_image = dx + n * g.x.batch;
   auto pixels = [&](auto vectors, auto is_max, int64_t c, typename F::Mask tail) {
-    for_each_output_pixel(g, n, nullptr, [&](int64_t y_offset, const Window& win) {
-      const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
-      backward_channels<F, decltype(is_max)::value, decltype(vectors)::value>(
-          g, list, win, x_image, max ? y + y_offset : nullptr, dy + y_offset, dx_image, c, tail, divisor);
-    });
+    const int64_t count = std::min<int64_t>(decltype(vectors)::value * F::kLanes, c1 - c);
+    for_each_output_pixel(
+        g, n, compiled ? &compiled->box : nullptr,
+        [&](int64_t y_offset, const Window& win) {
+          const float divisor = g.exclude_padding ? float(win.real_taps()) : window_size;
+          backward_channels<F, decltype(is_max)::value, decltype(vectors)::value>(
+              g, list, win, x_image, max ? y + y_offset : nullptr, dy + y_offset, dx_image, c, tail, divisor);
+        },
+        [&](int64_t od, int64_t oh) {
+          run_compiled_row(g, *compiled, max ? x : nullptr, max ? y : nullptr, dy, dx, n, od, oh, c, count);
+        });
   };
   over_channels<F>(c0, c1, [&](auto vectors, int64_t c, typename F::Mask tail) {
     if (max) {

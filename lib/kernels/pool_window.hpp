@@ -38,6 +38,20 @@ inline bool is_empty(const OutputBox& box) {
   return box.lo[0] >= box.hi[0] || box.lo[1] >= box.hi[1] || box.lo[2] >= box.hi[2];
 }
 
+// Where the run of output row (od, oh) from box.lo[2] starts in image n at channel c (elements):
+// its first window's tap (0, 0, 0) in x (and dx), its first output in y (and dy). A compiled row's
+// pointers.
+struct RunStart {
+  int64_t window, output;
+};
+inline RunStart run_start(const PoolGeometry& g, const OutputBox& box, int64_t n, int64_t od, int64_t oh, int64_t c) {
+  const int64_t ow = box.lo[2];
+  return {n * g.x.batch + (od * g.stride[0] - g.pad_begin[0]) * g.x.spatial[0] +
+              (oh * g.stride[1] - g.pad_begin[1]) * g.x.spatial[1] +
+              (ow * g.stride[2] - g.pad_begin[2]) * g.x.spatial[2] + c,
+          n * g.y.batch + od * g.y.spatial[0] + oh * g.y.spatial[1] + ow * g.y.spatial[2] + c};
+}
+
 // The real taps of one output pixel: index t of dim d is real for t in [lo[d], hi[d]).
 struct Window {
   int64_t origin[3];  // input coordinate of tap 0
@@ -69,16 +83,24 @@ inline void for_each_tap(const PoolGeometry& g, const Window& win, Tap&& tap) {
 }
 
 // Calls pixel(y offset of the pixel's first channel, its window) for every output pixel of one
-// image, in output order, but those in `skip` (when given: what a compiled kernel computes).
-template <typename Pixel>
-inline void for_each_output_pixel(const PoolGeometry& g, int64_t n, const OutputBox* skip, Pixel&& pixel) {
+// image, in output order, but those in `skip` (when given: what a compiled kernel computes);
+// skipped(od, oh) where a row's skipped run would have been, in that order.
+struct NoSkippedRun {
+  void operator()(int64_t, int64_t) const {}
+};
+template <typename Pixel, typename Skipped = NoSkippedRun>
+inline void for_each_output_pixel(const PoolGeometry& g, int64_t n, const OutputBox* skip, Pixel&& pixel,
+                                  Skipped&& skipped = {}) {
   int64_t o[3];
   for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
     for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
       const bool skips_in_row = skip && skip->lo[0] <= o[0] && o[0] < skip->hi[0] && skip->lo[1] <= o[1] &&
                                 o[1] < skip->hi[1] && skip->lo[2] < skip->hi[2];
       for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
-        if (skips_in_row && o[2] == skip->lo[2]) o[2] = skip->hi[2];
+        if (skips_in_row && o[2] == skip->lo[2]) {
+          skipped(o[0], o[1]);
+          o[2] = skip->hi[2];
+        }
         if (o[2] == g.out[2]) break;
         pixel(n * g.y.batch + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1] + o[2] * g.y.spatial[2], clip_window(g, o));
       }

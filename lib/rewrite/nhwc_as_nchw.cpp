@@ -162,7 +162,7 @@ bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_p
 }
 
 void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
-                           const float* x, const float* y, const float* dy, float* dx) {
+                           const float* x, const float* y, const float* dy, float* dx, convjit_pool_row_fn compiled) {
   const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t x_floats = g.batch * g.channels * in_pixels, y_floats = g.batch * g.channels * out_pixels;
   const bool max = op == PoolOp::Max;  // mean reads dy alone
@@ -176,7 +176,7 @@ void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_
     transpose_images(g.batch, in_pixels, g.channels, x, x_nhwc, false, threads);
     transpose_images(g.batch, out_pixels, g.channels, y, y_nhwc, false, threads);
   }
-  run_pool_backward(op, pool_nhwc_twin(params), threads, 0.0f, x_nhwc, y_nhwc, dy_nhwc, dx_nhwc);
+  run_pool_backward(op, pool_nhwc_twin(params), threads, 0.0f, x_nhwc, y_nhwc, dy_nhwc, dx_nhwc, compiled);
   transpose_images(g.batch, in_pixels, g.channels, dx_nhwc, dx, true, threads);
 }
 

@@ -56,6 +56,6 @@ void pool_forward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_p
 // The NHWC twin of a valid NCHW pooling problem.
 PoolGeometry pool_nhwc_twin(const convjit_pool_params& params);
 void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
-                           const float* x, const float* y, const float* dy, float* dx);
+                           const float* x, const float* y, const float* dy, float* dx, convjit_pool_row_fn compiled);
 
 }  // namespace convjit::detail

@@ -4,9 +4,9 @@
 // configuration hot requests its compile (once: the slot's state moves Cold -> Queued by
 // compare-and-swap) or declines it, saying why. Backward data runs as forwards where it can
 // (stride 1; strided pointwise; the phases of other strides). Ops that no backend compiles yet
-// (backward filter, the rest of backward data, pooling) are counted, timed and declined the same
-// way, and run on tier 0. Max and mean pooling forward take compiled rows where the backend
-// compiles them (Xbyak).
+// (backward filter, Lp pooling) are counted, timed and declined the same way, and run on tier 0.
+// Max and mean pooling, forward and backward, take compiled rows where the backend compiles them
+// (Xbyak).
 #include <chrono>
 #include <cstdio>
 
@@ -267,6 +267,26 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
   return detail::Status::success();
 }
 
+template <typename Run>
+void Runtime::Impl::run_pool(const Configuration& c, detail::PoolOp op, int32_t code, int32_t rank, Run&& run) {
+  if (!backend_ || !backend_->compiles(code)) {
+    run_on_tier0(c, [&](int threads) { run(threads, nullptr); });
+    return;
+  }
+  // What the compiled rows see: the NHWC problem (the twin of an NCHW one).
+  detail::PoolGeometry runs;
+  detail::pool_rows_geometry(c, &runs);  // valid: the caller's problem is
+  uint64_t id;
+  int64_t calls;
+  ConfigSlot& slot = count_call(c, &id, &calls);
+  const int threads = this->threads();
+  std::optional<detail::GracePeriods::Reader> reading;
+  const jit::CompiledKernel* kernel = compiled(
+      slot, id, calls, [&] { return pool_spec_key(runs, code, rank); },
+      [&](const jit::SpecKey& key) { return detail::pool_jit_declined_because(runs, op, *backend_, key); }, &reading);
+  run_sampled(slot, calls, kernel != nullptr, [&] { run(threads, kernel ? kernel->pool_row : nullptr); });
+}
+
 detail::Status Runtime::Impl::pool_forward(detail::PoolOp op, const convjit_pool_params* params, float p,
                                            const float* x, float* y) {
   detail::PoolGeometry g;
@@ -285,22 +305,7 @@ detail::Status Runtime::Impl::pool_forward(detail::PoolOp op, const convjit_pool
       detail::run_pool_forward(op, g, threads, lp, x, y, compiled);
     }
   };
-  if (!backend_ || !backend_->compiles(code)) {
-    run_on_tier0(c, [&](int threads) { run(threads, nullptr); });
-    return detail::Status::success();
-  }
-  // What the compiled rows see: the NHWC problem (the twin of an NCHW one).
-  detail::PoolGeometry runs;
-  detail::pool_rows_geometry(c, &runs);  // valid: g is
-  uint64_t id;
-  int64_t calls;
-  ConfigSlot& slot = count_call(c, &id, &calls);
-  const int threads = this->threads();
-  std::optional<detail::GracePeriods::Reader> reading;
-  const jit::CompiledKernel* kernel = compiled(
-      slot, id, calls, [&] { return pool_spec_key(runs, code, params->rank); },
-      [&](const jit::SpecKey& key) { return detail::pool_jit_declined_because(runs, op, *backend_, key); }, &reading);
-  run_sampled(slot, calls, kernel != nullptr, [&] { run(threads, kernel ? kernel->pool_row : nullptr); });
+  run_pool(c, op, code, params->rank, run);
   return detail::Status::success();
 }
 
@@ -310,13 +315,15 @@ detail::Status Runtime::Impl::pool_backward(detail::PoolOp op, const convjit_poo
   CONVJIT_RETURN_IF_ERROR(detail::validate_pool_backward(op, params, p, x, y, dy, dx, &g));
   const float lp = op == detail::PoolOp::LpNorm ? p : 0.0f;
   const bool as_nhwc = detail::nchw_pool_backward_runs_as_nhwc(g, *params, op);
-  run_on_tier0(detail::pool_configuration(pool_op_code(op, true), *params, lp), [&](int threads) {
-    if (as_nhwc) {
-      detail::pool_backward_as_nhwc(op, g, *params, threads, x, y, dy, dx);
-    } else {
-      detail::run_pool_backward(op, g, threads, lp, x, y, dy, dx);
-    }
-  });
+  const int32_t code = pool_op_code(op, true);
+  run_pool(detail::pool_configuration(code, *params, lp), op, code, params->rank,
+           [&](int threads, convjit_pool_row_fn compiled) {
+             if (as_nhwc) {
+               detail::pool_backward_as_nhwc(op, g, *params, threads, x, y, dy, dx, compiled);
+             } else {
+               detail::run_pool_backward(op, g, threads, lp, x, y, dy, dx, compiled);
+             }
+           });
   return detail::Status::success();
 }
 

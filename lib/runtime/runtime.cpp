@@ -57,7 +57,8 @@ void Runtime::Impl::start_warm() {
       declined = detail::jit_declined_because(g, *backend_, key);
     } else if (detail::pool_rows_geometry(c, &runs) && backend_->compiles(c.op)) {
       key = pool_spec_key(runs, c.op, c.pool.rank);
-      const detail::PoolOp op = c.op == CONVJIT_OP_MAXPOOL_FORWARD ? detail::PoolOp::Max : detail::PoolOp::Mean;
+      detail::PoolOp op;
+      detail::pool_rows_op(c.op, &op);
       declined = detail::pool_jit_declined_because(runs, op, *backend_, key);
     } else {
       continue;

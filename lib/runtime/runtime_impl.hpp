@@ -85,6 +85,11 @@ struct Runtime::Impl {
   const convjit_conv_kernel* compiled_kernel(detail::ConfigSlot& slot, uint64_t id, int64_t calls,
                                              const detail::ConvGeometry& g, int32_t rank, bool relu,
                                              std::optional<detail::GracePeriods::Reader>* reading);
+  // Max or mean pooling (forward or backward: code) of configuration c: counted, and run by
+  // run(threads, compiled rows or null) with the compiled rows once they have arrived (tier 0
+  // alone where the backend compiles none for the op).
+  template <typename Run>
+  void run_pool(const detail::Configuration& c, detail::PoolOp op, int32_t code, int32_t rank, Run&& run);
   // An op no backend compiles: counted, declined when hot (saying so), run by run(threads) on tier 0.
   template <typename Run>
   void run_on_tier0(const detail::Configuration& c, Run&& run);

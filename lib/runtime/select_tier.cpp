@@ -30,10 +30,16 @@ bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
   return true;
 }
 
+bool pool_rows_op(int32_t code, PoolOp* op) {
+  const bool max = code == CONVJIT_OP_MAXPOOL_FORWARD || code == CONVJIT_OP_MAXPOOL_BACKWARD;
+  const bool mean = code == CONVJIT_OP_MEANPOOL_FORWARD || code == CONVJIT_OP_MEANPOOL_BACKWARD;
+  *op = max ? PoolOp::Max : PoolOp::Mean;
+  return max || mean;
+}
+
 bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs) {
-  if (c.op != CONVJIT_OP_MAXPOOL_FORWARD && c.op != CONVJIT_OP_MEANPOOL_FORWARD) return false;
-  if (!make_pool_geometry(c.pool, runs).ok()) return false;
-  const PoolOp op = c.op == CONVJIT_OP_MAXPOOL_FORWARD ? PoolOp::Max : PoolOp::Mean;
+  PoolOp op;
+  if (!pool_rows_op(c.op, &op) || !make_pool_geometry(c.pool, runs).ok()) return false;
   // The twin wherever it can run (NCHW rows of whole vectors too: once its rows are compiled, they
   // and the layout copies beat tier 0's NCHW row kernel; bench/RESULTS.md, "Session 8").
   if (nchw_pool_backward_runs_as_nhwc(*runs, c.pool, op)) *runs = pool_nhwc_twin(c.pool);

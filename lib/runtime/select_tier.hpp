@@ -27,9 +27,12 @@ ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* com
 // compiled kernel can run c (its op has none, or it is invalid).
 bool compiled_forward_problem(const Configuration& c, ConvGeometry* g);
 
-// The NHWC problem whose compiled pooling rows run configuration c (max or mean pooling forward:
-// itself, or the NHWC twin of an NCHW problem, which runs as the twin once the rows arrive);
-// false when c is no such op or invalid.
+// The pooling op of an op code that compiled rows run (max or mean, forward or backward), or false.
+bool pool_rows_op(int32_t code, PoolOp* op);
+
+// The NHWC problem whose compiled pooling rows run configuration c (max or mean pooling, forward
+// or backward: itself, or the NHWC twin of an NCHW problem; forward runs as the twin once the rows
+// arrive, backward always does where it can); false when c is no such op or invalid.
 bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs);
 
 // Why a pooling configuration that runs g (NHWC, or the NHWC twin of NCHW) should not be compiled

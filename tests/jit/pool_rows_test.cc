@@ -1,9 +1,10 @@
-// The Xbyak backend's NHWC max and mean pooling rows (jit/xbyak/pool_fwd_nhwc), per ISA the host
-// has: through the driver (the compiled rows take the outputs whose windows are wholly real, tier 0
-// the rest), on random problems (ranks 1-3, channel counts around the vector and block sizes,
-// padding, stride, dilation, exclude_padding) with NaN (whole windows of it too), -inf, ties and
-// signed zeros in x. Each must give tier 0's bits, which the kernel tests hold to the pooling
-// contract, and write nothing outside y.
+// The Xbyak backend's NHWC max and mean pooling rows (jit/xbyak/pool_rows_nhwc), forward and
+// backward, per ISA the host has: through the driver (the compiled rows take the outputs whose
+// windows are wholly real, tier 0 the rest; backward between tier 0's outputs, in output order),
+// on random problems (ranks 1-3, channel counts around the vector and block sizes, padding,
+// stride, dilation, exclude_padding) with NaN (whole windows of it too), -inf, ties and signed
+// zeros in x and dy. Each must give tier 0's bits, which the kernel tests hold to the pooling
+// contract, and write nothing outside y (dx).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -40,6 +41,53 @@ std::vector<float> awkward(Rng& rng, int64_t n, bool nan_heavy) {
 
 class PoolRows : public ::testing::TestWithParam<jit::Isa> {};
 
+constexpr float kGuard = 7777.0f;  // 32 floats each side of the output
+
+// An output buffer of n NaNs between two guard zones.
+std::vector<float> guarded(int64_t n) {
+  std::vector<float> b(size_t(n + 64), kGuard);
+  const std::vector<float> sentinel = nan_buffer(n);
+  std::copy(sentinel.begin(), sentinel.end(), b.begin() + 32);
+  return b;
+}
+::testing::AssertionResult guards_intact(const std::vector<float>& b) {
+  for (size_t k = 0; k < 32; ++k) {
+    if (b[k] != kGuard || b[b.size() - 1 - k] != kGuard) return ::testing::AssertionFailure() << "guard " << k;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Problem i of a sweep: channel counts around the vector and block sizes, room for interior
+// outputs; tiling: stride = window, dilation 1.
+PoolDims row_problem(Rng& rng, int i, bool tiling) {
+  PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NHWC);
+  d.channels = std::vector<int64_t>{1, 7, 8, 16, 17, 33, 64, 65, 70, 129}[size_t(i % 10)];
+  d.exclude_padding = i % 5 == 0;
+  for (int k = 0; k < d.rank; ++k) {
+    d.in_size[size_t(k)] += 6;
+    if (tiling) {
+      d.stride[size_t(k)] = d.window[size_t(k)];
+      d.dilation[size_t(k)] = 1;
+    }
+  }
+  return d;
+}
+
+// g's rows of op `code` compiled for isa into *kernel, named by `name_part`; false where the plan
+// declines the key (a failed compile it did not foresee fails the test).
+bool compile_rows(jit::Backend& backend, const detail::PoolGeometry& g, int32_t code, int32_t rank, jit::Isa isa,
+                  const std::string& name_part, jit::CompiledKernel* kernel) {
+  const jit::SpecKey key = jit::make_pool_spec_key(detail::compiled_pool_problem(g), code, rank, isa);
+  std::string error;
+  if (!backend.compile(key, kernel, &error)) {
+    EXPECT_FALSE(backend.pool_decline_reason(key).empty()) << "a failed compile the plan did not foresee: " << error;
+    return false;
+  }
+  EXPECT_NE(kernel->pool_row, nullptr);
+  EXPECT_NE(kernel->name.find(name_part), std::string::npos) << kernel->name;
+  return kernel->pool_row != nullptr;
+}
+
 TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
   const jit::Isa isa = GetParam();
   std::unique_ptr<jit::Backend> backend = jit::make_xbyak_backend();
@@ -48,10 +96,7 @@ TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
   Rng rng(0x9002 + uint64_t(isa));
   int compiled_rows = 0;
   for (int i = 0; i < 120; ++i) {
-    PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NHWC);
-    d.channels = std::vector<int64_t>{1, 7, 8, 16, 17, 33, 64, 65, 70, 129}[size_t(i % 10)];
-    d.exclude_padding = i % 5 == 0;
-    for (int k = 0; k < d.rank; ++k) d.in_size[size_t(k)] += 6;  // room for interior outputs
+    const PoolDims d = row_problem(rng, i, false);
     detail::PoolGeometry g;
     ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
     const std::vector<float> x = awkward(rng, ref::pool_input_elements(d), i % 3 == 2);
@@ -59,29 +104,57 @@ TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
       const std::string context = std::string(op == detail::PoolOp::Max ? "max " : "mean ") + describe(d);
       SCOPED_TRACE(std::string(jit::isa_name(isa)) + " " + context);
       const int32_t code = op == detail::PoolOp::Max ? CONVJIT_OP_MAXPOOL_FORWARD : CONVJIT_OP_MEANPOOL_FORWARD;
-      const jit::SpecKey key = jit::make_pool_spec_key(detail::compiled_pool_problem(g), code, d.rank, isa);
       jit::CompiledKernel kernel;
-      std::string error;
-      if (!backend->compile(key, &kernel, &error)) {
-        EXPECT_FALSE(backend->pool_decline_reason(key).empty())
-            << "a failed compile the plan did not foresee: " << error;
+      if (!compile_rows(*backend, g, code, d.rank, isa, op == detail::PoolOp::Max ? "maxpool" : "meanpool", &kernel))
         continue;
-      }
-      ASSERT_NE(kernel.pool_row, nullptr);
-      EXPECT_EQ(kernel.name.rfind(op == detail::PoolOp::Max ? "maxpool" : "meanpool", 0), 0u) << kernel.name;
       const int64_t outputs = ref::pool_output_elements(d);
       std::vector<float> want = nan_buffer(outputs);
       detail::run_pool_forward(op, g, 1, 0.0f, x.data(), want.data());
-      constexpr float kGuard = 7777.0f;  // 32 floats each side of y
-      std::vector<float> got(size_t(outputs + 64), kGuard);
-      const std::vector<float> sentinel = nan_buffer(outputs);
-      std::copy(sentinel.begin(), sentinel.end(), got.begin() + 32);
+      std::vector<float> got = guarded(outputs);
       detail::run_pool_forward(op, g, 1 + i % 2, 0.0f, x.data(), got.data() + 32, kernel.pool_row);
       const std::vector<float> y(got.begin() + 32, got.end() - 32);
       EXPECT_TRUE(bitwise_equal("y", y, want, pool_output_shape(d), context));
-      for (int k = 0; k < 32; ++k) {
-        EXPECT_TRUE(got[size_t(k)] == kGuard && got[got.size() - 1 - size_t(k)] == kGuard) << "guard " << k;
-      }
+      EXPECT_TRUE(guards_intact(got));
+      compiled_rows += detail::pool_runs_compiled_rows(g, op);
+    }
+  }
+  EXPECT_GE(compiled_rows, 60) << "too few problems gave outputs to the compiled rows";
+}
+
+// Backward: x, tier 0's y of it and an awkward dy; overlapping windows (stride below the window)
+// add several outputs' gradients into one dx element, in output order on every path; every third
+// problem's windows tile x (stride = window, dilation 1), whose rows write dx without reading it
+// (over a NaN-filled buffer: an element they skip shows).
+TEST_P(PoolRows, BackwardGivesTierZerosBitsAndWritesOnlyDx) {
+  const jit::Isa isa = GetParam();
+  std::unique_ptr<jit::Backend> backend = jit::make_xbyak_backend();
+  if (!backend->unavailable_reason().empty()) GTEST_SKIP() << "xbyak: " << backend->unavailable_reason();
+  if (!jit::host_has(isa)) GTEST_SKIP() << "this host lacks " << jit::isa_name(isa) << ": its kernels cannot run here";
+  Rng rng(0x9003 + uint64_t(isa));
+  int compiled_rows = 0;
+  for (int i = 0; i < 120; ++i) {
+    const PoolDims d = row_problem(rng, i, i % 3 == 0);
+    detail::PoolGeometry g;
+    ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
+    const std::vector<float> x = awkward(rng, ref::pool_input_elements(d), i % 3 == 2);
+    const int64_t outputs = ref::pool_output_elements(d), inputs = ref::pool_input_elements(d);
+    const std::vector<float> dy = awkward(rng, outputs, false);
+    for (detail::PoolOp op : {detail::PoolOp::Max, detail::PoolOp::Mean}) {
+      const std::string context = std::string(op == detail::PoolOp::Max ? "max " : "mean ") + describe(d);
+      SCOPED_TRACE(std::string(jit::isa_name(isa)) + " backward " + context);
+      const int32_t code = op == detail::PoolOp::Max ? CONVJIT_OP_MAXPOOL_BACKWARD : CONVJIT_OP_MEANPOOL_BACKWARD;
+      jit::CompiledKernel kernel;
+      if (!compile_rows(*backend, g, code, d.rank, isa, "d_bwd_", &kernel)) continue;
+      std::vector<float> y = nan_buffer(outputs);
+      detail::run_pool_forward(op, g, 1, 0.0f, x.data(), y.data());
+      std::vector<float> want = nan_buffer(inputs);
+      detail::run_pool_backward(op, g, 1, 0.0f, x.data(), y.data(), dy.data(), want.data());
+      std::vector<float> got = guarded(inputs);
+      detail::run_pool_backward(op, g, 1 + i % 2, 0.0f, x.data(), y.data(), dy.data(), got.data() + 32,
+                                kernel.pool_row);
+      const std::vector<float> dx(got.begin() + 32, got.end() - 32);
+      EXPECT_TRUE(bitwise_equal("dx", dx, want, pool_input_shape(d), context));
+      EXPECT_TRUE(guards_intact(got));
       compiled_rows += detail::pool_runs_compiled_rows(g, op);
     }
   }

@@ -10,7 +10,7 @@
 #include "conv_fwd_nhwc.hpp"
 #include "emit.hpp"
 #include "geometry.hpp"
-#include "pool_fwd_nhwc.hpp"
+#include "pool_rows_nhwc.hpp"
 #include "support/random_shapes.hpp"
 
 namespace convjit::testing {
@@ -107,8 +107,9 @@ TEST(XbyakPlans, KeysTheGeneratorsCannotEmitAreRefusedWithAReason) {
   }
 }
 
-// Pooling rows: every window up to the generator's 64 taps planned within the ISA's registers, its
-// code buffer growing with the taps; larger windows and other ops refused with the reason.
+// Pooling rows, forward and backward: every window up to the generator's 64 taps planned within
+// the ISA's registers, its code buffer growing with the taps (backward's larger: 8 instructions a
+// vector, forward's 4); larger windows and other ops refused with the reason.
 TEST(XbyakPlans, PoolPlansFitTheIsasRegisters) {
   for (jit::Isa isa : kIsas) {
     size_t last_bytes = 0;
@@ -116,9 +117,14 @@ TEST(XbyakPlans, PoolPlansFitTheIsasRegisters) {
       convjit_pool_problem p{};
       for (int d = 0; d < 3; ++d) p.window[d] = p.stride[d] = p.dilation[d] = 1;
       p.window[1] = p.window[2] = side;
-      for (int32_t op : {CONVJIT_OP_MAXPOOL_FORWARD, CONVJIT_OP_MEANPOOL_FORWARD}) {
+      size_t forward_bytes = 0;
+      for (int32_t op : {CONVJIT_OP_MAXPOOL_FORWARD, CONVJIT_OP_MEANPOOL_FORWARD, CONVJIT_OP_MAXPOOL_BACKWARD,
+                         CONVJIT_OP_MEANPOOL_BACKWARD}) {
         const jit::xbyak::PoolPlan plan = jit::xbyak::plan_pool_nhwc(jit::make_pool_spec_key(p, op, 2, isa));
-        SCOPED_TRACE(std::string(jit::isa_name(isa)) + " window " + std::to_string(side));
+        SCOPED_TRACE(std::string(jit::isa_name(isa)) + " window " + std::to_string(side) + " op " + std::to_string(op));
+        const bool backward = op == CONVJIT_OP_MAXPOOL_BACKWARD || op == CONVJIT_OP_MEANPOOL_BACKWARD;
+        EXPECT_EQ(plan.backward, backward);
+        EXPECT_EQ(plan.max, op == CONVJIT_OP_MAXPOOL_FORWARD || op == CONVJIT_OP_MAXPOOL_BACKWARD);
         if (side * side > 64) {
           EXPECT_EQ(plan.unsupported, "a window of more than 64 taps");
           continue;
@@ -127,13 +133,16 @@ TEST(XbyakPlans, PoolPlansFitTheIsasRegisters) {
         EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
         EXPECT_EQ(plan.taps, side * side);
         EXPECT_GT(plan.code_bytes, last_bytes);
-        if (op == CONVJIT_OP_MEANPOOL_FORWARD) last_bytes = plan.code_bytes;
+        if (backward) {
+          EXPECT_GT(plan.code_bytes, forward_bytes);
+        }
+        if (op == CONVJIT_OP_MEANPOOL_FORWARD) last_bytes = forward_bytes = plan.code_bytes;
       }
     }
     convjit_pool_problem p{};
     for (int d = 0; d < 3; ++d) p.window[d] = p.stride[d] = p.dilation[d] = 1;
     EXPECT_EQ(jit::xbyak::plan_pool_nhwc(jit::make_pool_spec_key(p, CONVJIT_OP_LPNORMPOOL_FORWARD, 2, isa)).unsupported,
-              "not max or mean pooling forward");
+              "not max or mean pooling");
   }
 }
 

@@ -36,7 +36,7 @@ struct IsaKernels {
   void (*forward)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t, int64_t,
                   const detail::OutputBox*);
   void (*backward)(const PoolGeometry&, PoolOp, const float*, const float*, const float*, float*, int64_t, int64_t,
-                   int64_t);
+                   int64_t, const detail::CompiledPoolRows*);
 };
 
 const IsaKernels kIsas[] = {
@@ -203,7 +203,7 @@ TEST(PoolNhwcKernels, EveryIsaGivesTheContractsBits) {
           for (int64_t c0 = 0; c0 < d.channels; c0 += 64) {  // the driver's tasks
             const int64_t c1 = std::min<int64_t>(d.channels, c0 + 64);
             k.forward(g, op, x.data(), y.data(), n, c0, c1, skip);
-            k.backward(g, op, x.data(), y_want.data(), dy.data(), dx.data(), n, c0, c1);
+            k.backward(g, op, x.data(), y_want.data(), dy.data(), dx.data(), n, c0, c1, nullptr);
           }
         }
         EXPECT_TRUE(bitwise_equal("y", y, y_expected, pool_output_shape(d), context));

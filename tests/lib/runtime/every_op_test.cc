@@ -100,9 +100,8 @@ OpCall pool_call(Op op, const PoolDims& d, uint64_t seed) {
   return call;
 }
 
-// Backward data with stride > 1 and dilation > 1 (no phases), backward filter, Lp-norm pooling
-// forward and every pooling backward (no compiled kernels), on random problems of each rank and
-// layout.
+// Backward data with stride > 1 and dilation > 1 (no phases), backward filter and Lp-norm pooling
+// forward and backward (no compiled kernels), on random problems of each rank and layout.
 std::vector<OpCall> tier0_calls() {
   std::vector<OpCall> calls;
   Rng rng(0xE0E0);
@@ -114,7 +113,7 @@ std::vector<OpCall> tier0_calls() {
       d.dilation[0] = 2;
       calls.push_back(conv_call(Op::ConvBackwardData, d, rng.next()));
       const PoolDims pool = random_pool(rng, rank, layout);
-      for (Op op : {Op::LpNormPoolForward, Op::MaxPoolBackward, Op::MeanPoolBackward, Op::LpNormPoolBackward}) {
+      for (Op op : {Op::LpNormPoolForward, Op::LpNormPoolBackward}) {
         calls.push_back(pool_call(op, pool, rng.next()));
       }
     }
@@ -314,6 +313,7 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
   pool.stride = {2, 2, 1};
   pool.pad_begin = pool.pad_end = {1, 1, 0};
   const OpCall maxpool = pool_call(Op::MaxPoolForward, pool, 4);
+  const OpCall maxpool_backward = pool_call(Op::MaxPoolBackward, pool, 5);
   std::string backend;
   {
     Runtime first(p);
@@ -322,7 +322,10 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
       stride_one.run(first);
       pointwise.run(first);
       phased.run(first);
-      if (backend == "xbyak") maxpool.run(first);
+      if (backend == "xbyak") {
+        maxpool.run(first);
+        maxpool_backward.run(first);
+      }
     }
   }
   if (backend == "none") GTEST_SKIP() << "no JIT backend on this host: nothing is saved";
@@ -330,9 +333,12 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
   stride_one.run(second);
   pointwise.run(second);
   phased.run(second);
-  if (backend == "xbyak") maxpool.run(second);
+  if (backend == "xbyak") {
+    maxpool.run(second);
+    maxpool_backward.run(second);
+  }
   const RuntimeStats s = second.stats();
-  ASSERT_EQ(s.configurations.size(), backend == "xbyak" ? 4u : 3u);
+  ASSERT_EQ(s.configurations.size(), backend == "xbyak" ? 5u : 3u);
   for (const ConfigStats& c : s.configurations) {
     EXPECT_EQ(c.state, "jit") << op_name(c.op);
     EXPECT_EQ(c.calls_generic, 0) << op_name(c.op) << ": calls before its kernel arrived";
@@ -341,10 +347,10 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
   rmdir(dir.c_str());
 }
 
-// Max and mean pooling forward reach the JIT tier (Xbyak's NHWC rows; NCHW through its NHWC twin)
-// where a window lies wholly inside the input, and are declined with the reason where none does;
-// every tier the generic one's bits and the oracle's values.
-TEST(EveryOp, MaxAndMeanPoolingForwardReachTheJitTier) {
+// Max and mean pooling, forward and backward, reach the JIT tier (Xbyak's NHWC rows; NCHW through
+// its NHWC twin) where a window lies wholly inside the input, and are declined with the reason
+// where none does; every tier the generic one's bits and the oracle's values.
+TEST(EveryOp, MaxAndMeanPoolingReachTheJitTier) {
   Runtime generic(policy_with(Backend::None, 1));
   if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "xbyak") {
     GTEST_SKIP() << "only the Xbyak backend compiles pooling kernels";
@@ -354,13 +360,16 @@ TEST(EveryOp, MaxAndMeanPoolingForwardReachTheJitTier) {
   for (int i = 0; i < 24; ++i) {
     PoolDims d = random_pool(rng, int32_t(1 + i % 3), i % 2 ? Layout::NHWC : Layout::NCHW);
     for (int k = 0; k < d.rank; ++k) d.in_size[size_t(k)] += 5;
-    for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward}) {
+    for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward, Op::MaxPoolBackward, Op::MeanPoolBackward}) {
       const OpCall call = pool_call(op, d, rng.next());
       SCOPED_TRACE(call.context);
       const ConfigStats c = three_calls_as_generic(generic, call, 1 + i % 3);
       if (c.state == "jit") {
         ++compiled;
-        EXPECT_EQ(c.kernel.rfind(op == Op::MaxPoolForward ? "maxpool" : "meanpool", 0), 0u) << c.kernel;
+        const bool max = op == Op::MaxPoolForward || op == Op::MaxPoolBackward;
+        const bool backward = op == Op::MaxPoolBackward || op == Op::MeanPoolBackward;
+        EXPECT_EQ(c.kernel.rfind(max ? "maxpool" : "meanpool", 0), 0u) << c.kernel;
+        EXPECT_NE(c.kernel.find(backward ? "d_bwd_" : "d_fwd_"), std::string::npos) << c.kernel;
         EXPECT_EQ(c.calls_jit, 2) << "hot at the second call, compiled inline";
       } else {
         EXPECT_EQ(c.state, "declined");
@@ -368,7 +377,7 @@ TEST(EveryOp, MaxAndMeanPoolingForwardReachTheJitTier) {
       }
     }
   }
-  EXPECT_GE(compiled, 12) << "too few pooling problems reached a compiled kernel";
+  EXPECT_GE(compiled, 24) << "too few pooling problems reached a compiled kernel";
 }
 
 // One problem as several ops is several configurations.

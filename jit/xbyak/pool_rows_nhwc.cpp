@@ -1,0 +1,371 @@
+#include "pool_rows_nhwc.hpp"
+
+#include <xbyak/xbyak.h>
+
+#include <cmath>
+#include <cstddef>
+#include <memory>
+
+#include "emit.hpp"
+
+namespace convjit::jit::xbyak {
+namespace {
+
+using namespace Xbyak;
+
+constexpr int kBlockVectors = 4;      // a pixel's channels in blocks of 4 vectors, as tier 0's kernels
+constexpr int64_t kMaxPoolTaps = 64;  // windows unrolled; larger ones stay on tier 0
+alignas(4) const float kMinusInfinityThenNan[2] = {-INFINITY, NAN};
+
+#define PROBLEM(field) qword[reg_problem + offsetof(convjit_pool_problem, field)]
+#define ROW(field) qword[reg_row + offsetof(convjit_pool_row, field)]
+
+// Emits, for the run's channels in blocks (full blocks of plan.block_vectors vectors, then one
+// block of the vectors left, its last under a lane mask):
+//   for each output o of the run:
+//     forward:
+//       acc = max ? -inf : 0 (and "a number was met" = none)
+//       for each tap t of the window, row-major: v = x[o's window + t]
+//         max: met |= v is a number; acc = (v > acc) ? v : acc      mean: acc = acc + v
+//       y[o] = max ? (met ? acc : NaN) : acc / divisor
+//     backward:
+//       g = dy[o] (mean: g / divisor); max: routed = none
+//       for each tap t of the window, row-major:
+//         mean: dx[t] = dx[t] + g
+//         max:  here = (x[t] == y[o]) and not routed; routed |= here; dx[t] = here ? dx[t] + g : dx[t]
+//       where the windows tile x, dx[t] is +0 before: g = +0 + g once, and dx[t] = g (max: here ? g : +0)
+// lane by lane tier 0's operations (lib/kernels/pool_nhwc_impl.hpp), so the bits are its bits.
+class Generator : public CodeGenerator {
+ public:
+  Generator(const SpecKey& key, const PoolPlan& plan)
+      : CodeGenerator(plan.code_bytes, DontSetProtectRWE),
+        key_(key),
+        plan_(plan),
+        vector_bytes_(plan.isa.vector_bytes) {
+    emit_prologue();
+    emit_channel_blocks();
+    emit_leave(*this, kLocalBytes * kLocals);
+  }
+
+ private:
+  const Reg64 reg_problem = rdi, reg_row = rsi;    // read by the prologue only
+  const Reg64 reg_dy = rdi, reg_dx = rsi;          // backward, after the prologue: the current output's
+  const Reg64 reg_x_block = r8, reg_y_block = r9;  // the run's first output at the block's first channel
+  const Reg64 reg_x = r10, reg_y = r11;            // the current output's window (tap 0) and output
+  const Reg64 reg_plane = r12, reg_tap_row = r13;  // byte offsets of the current tap's plane and row
+  const Reg64 reg_tap = r14;                       // byte offset of the current tap from the window
+  const Reg64 reg_outputs_left = r15, reg_channels_left = rbx, reg_constants = rbp;
+  const Reg64 reg_col_step = rcx, reg_row_step = rdx;  // bytes between taps along W and along H
+
+  enum Local { kPlaneStep, kXStep, kYStep, kOutputs, kDyBlock, kDxBlock, kLocals };
+  Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
+
+  // Forward: accumulators 0..3, AVX2's "met" masks 4..7, then the rest.
+  Xmm acc(int v) const { return vector(plan_.isa, v); }
+  Xmm met(int v) const { return vector(plan_.isa, kBlockVectors + v); }
+  Xmm value() const { return vector(plan_.isa, 8); }
+  Xmm is_number() const { return vector(plan_.isa, 9); }
+  Xmm nan() const { return vector(plan_.isa, 10); }
+  Xmm minus_infinity() const { return vector(plan_.isa, 11); }
+  Xmm divisor() const { return vector(plan_.isa, plan_.backward ? 4 : 12); }  // backward mean: no y vectors
+  // Backward: gradients 0..3, max's y 4..7 and AVX2's "routed" masks 8..11, temporaries 12..14.
+  Xmm gradient(int v) const { return vector(plan_.isa, v); }
+  Xmm y_value(int v) const { return vector(plan_.isa, kBlockVectors + v); }
+  Xmm routed(int v) const { return vector(plan_.isa, 2 * kBlockVectors + v); }
+  Xmm temporary(int t) const { return vector(plan_.isa, 12 + t); }
+  Xmm lane_mask() const { return vector(plan_.isa, 15); }  // AVX2: the last vector's lanes
+  // AVX-512: "met" (forward) or "routed" (backward) per vector in k1..k4, a compare in k5, the last
+  // vector's lanes in k7.
+  Opmask lane_flags(int v) const { return Opmask(1 + v); }
+  const Opmask k_compare = k5, k_lanes = k7;
+
+  void emit_prologue() {
+    emit_enter(*this, kLocalBytes * kLocals);
+    mov(reg_constants, reinterpret_cast<size_t>(kMinusInfinityThenNan));
+    if (!plan_.max) {
+      vbroadcastss(divisor(), ptr[reg_problem + offsetof(convjit_pool_problem, divisor)]);
+    } else if (!plan_.backward) {
+      vbroadcastss(minus_infinity(), ptr[reg_constants]);
+      vbroadcastss(nan(), ptr[reg_constants + 4]);
+    }
+    auto bytes_of = [&](Reg64 to, size_t field, int64_t times) {
+      mov(rax, qword[reg_problem + field]);
+      imul(rax, rax, int(kFloatBytes * times));
+      mov(to, rax);
+    };
+    bytes_of(reg_col_step, offsetof(convjit_pool_problem, x.spatial[2]), key_.dilation[2]);
+    bytes_of(reg_row_step, offsetof(convjit_pool_problem, x.spatial[1]), key_.dilation[1]);
+    bytes_of(rax, offsetof(convjit_pool_problem, x.spatial[0]), key_.dilation[0]);
+    mov(local(kPlaneStep), rax);
+    bytes_of(rax, offsetof(convjit_pool_problem, x.spatial[2]), key_.stride[2]);
+    mov(local(kXStep), rax);
+    bytes_of(rax, offsetof(convjit_pool_problem, y.spatial[2]), 1);
+    mov(local(kYStep), rax);
+    mov(rax, ROW(outputs));
+    mov(local(kOutputs), rax);
+    mov(rax, ROW(dy));
+    mov(local(kDyBlock), rax);
+    mov(rax, ROW(dx));
+    mov(local(kDxBlock), rax);
+    mov(reg_channels_left, ROW(channels));
+    mov(reg_x_block, ROW(x));
+    mov(reg_y_block, ROW(y));
+  }
+
+  // Full blocks while they fit, then the block of what is left (1 to block_vectors vectors).
+  void emit_channel_blocks() {
+    const int block = plan_.block_channels(), lanes = plan_.isa.lanes;
+    Label full, tail, done;
+    L(full);
+    cmp(reg_channels_left, block);
+    jl(tail, T_NEAR);
+    emit_outputs(kBlockVectors, false);
+    add(reg_x_block, block * kFloatBytes);
+    add(reg_y_block, block * kFloatBytes);
+    add(local(kDyBlock), block * kFloatBytes);
+    add(local(kDxBlock), block * kFloatBytes);
+    sub(reg_channels_left, block);
+    jmp(full, T_NEAR);
+    L(tail);
+    test(reg_channels_left, reg_channels_left);
+    jz(done, T_NEAR);
+    Label of_vectors[kBlockVectors];
+    for (int vectors = 1; vectors < kBlockVectors; ++vectors) {
+      cmp(reg_channels_left, vectors * lanes);
+      jle(of_vectors[vectors - 1], T_NEAR);
+    }
+    jmp(of_vectors[kBlockVectors - 1], T_NEAR);
+    for (int vectors = 1; vectors <= kBlockVectors; ++vectors) {
+      L(of_vectors[vectors - 1]);
+      emit_last_lanes(vectors);
+      emit_outputs(vectors, true);
+      jmp(done, T_NEAR);
+    }
+    L(done);
+  }
+
+  // The last of `vectors` vectors takes channels_left - (vectors - 1) * lanes lanes.
+  void emit_last_lanes(int vectors) {
+    mov(rax, reg_channels_left);
+    sub(rax, (vectors - 1) * plan_.isa.lanes);
+    if (plan_.isa.opmask) {
+      mov(reg_tap, -1);
+      bzhi(reg_tap, reg_tap, rax);
+      kmovw(k_lanes, reg_tap.cvt32());
+      return;
+    }
+    vmovq(Xmm(lane_mask().getIdx()), rax);
+    vpbroadcastd(lane_mask(), Xmm(lane_mask().getIdx()));
+    mov(reg_tap, reinterpret_cast<size_t>(kLaneIndex));
+    vpcmpgtd(lane_mask(), lane_mask(), ptr[reg_tap]);
+  }
+
+  void emit_outputs(int vectors, bool masked_last) {
+    Label output;
+    mov(reg_x, reg_x_block);
+    mov(reg_y, reg_y_block);
+    if (plan_.backward) {
+      mov(reg_dy, local(kDyBlock));
+      mov(reg_dx, local(kDxBlock));
+    }
+    mov(reg_outputs_left, local(kOutputs));
+    L(output);
+    if (plan_.backward) {
+      emit_gradients(vectors, masked_last);
+      emit_taps([&](int v) { emit_backward_tap(v, masked_last && v == vectors - 1); }, vectors);
+      add(reg_dx, local(kXStep));
+      add(reg_dy, local(kYStep));
+    } else {
+      emit_start(vectors);
+      emit_taps([&](int v) { emit_forward_tap(v, masked_last && v == vectors - 1); }, vectors);
+      emit_result_and_store(vectors, masked_last);
+    }
+    add(reg_x, local(kXStep));
+    add(reg_y, local(kYStep));
+    dec(reg_outputs_left);
+    jnz(output, T_NEAR);
+  }
+
+  // The window's taps in row-major order, each offset one step on from the last; tap(v) for every
+  // vector of the block at each.
+  template <typename Tap>
+  void emit_taps(Tap&& tap, int vectors) {
+    xor_(reg_plane, reg_plane);
+    for (int64_t a = 0; a < key_.kernel[0]; ++a) {
+      if (a > 0) add(reg_plane, local(kPlaneStep));
+      mov(reg_tap_row, reg_plane);
+      for (int64_t b = 0; b < key_.kernel[1]; ++b) {
+        if (b > 0) add(reg_tap_row, reg_row_step);
+        mov(reg_tap, reg_tap_row);
+        for (int64_t c = 0; c < key_.kernel[2]; ++c) {
+          if (c > 0) add(reg_tap, reg_col_step);
+          for (int v = 0; v < vectors; ++v) tap(v);
+        }
+      }
+    }
+  }
+
+  // Vector v of the block at `at`, the last vector's lanes only when masked (the rest zero).
+  void emit_load(Xmm to, const Address& at, bool masked) {
+    if (!masked)
+      vmovups(to, at);
+    else if (plan_.isa.opmask)
+      vmovups(to | k_lanes | T_z, at);
+    else
+      vmaskmovps(to, lane_mask(), at);
+  }
+  void emit_store(const Address& at, Xmm from, bool masked) {
+    if (!masked)
+      vmovups(at, from);
+    else if (plan_.isa.opmask)
+      vmovups(at | k_lanes, from);
+    else
+      vmaskmovps(at, lane_mask(), from);
+  }
+
+  void emit_start(int vectors) {
+    for (int v = 0; v < vectors; ++v) {
+      if (!plan_.max) {
+        vxorps(acc(v), acc(v), acc(v));
+        continue;
+      }
+      vmovaps(acc(v), minus_infinity());
+      if (plan_.isa.opmask)
+        kxorw(lane_flags(v), lane_flags(v), lane_flags(v));
+      else
+        vxorps(met(v), met(v), met(v));
+    }
+  }
+
+  void emit_forward_tap(int v, bool masked) {
+    emit_load(value(), ptr[reg_x + reg_tap + vector_bytes_ * v], masked);
+    if (!plan_.max) {
+      vaddps(acc(v), acc(v), value());
+      return;
+    }
+    if (plan_.isa.opmask) {
+      vcmpps(k_compare, value(), value(), 7);  // ordered: not NaN
+      korw(lane_flags(v), lane_flags(v), k_compare);
+    } else {
+      vcmpps(is_number(), value(), value(), 7);
+      vorps(met(v), met(v), is_number());
+    }
+    vmaxps(acc(v), value(), acc(v));  // (value > acc) ? value : acc: NaN never enters
+  }
+
+  void emit_result_and_store(int vectors, bool masked_last) {
+    for (int v = 0; v < vectors; ++v) {
+      if (!plan_.max)
+        vdivps(acc(v), acc(v), divisor());
+      else if (plan_.isa.opmask)
+        vblendmps(acc(v) | lane_flags(v), nan(), acc(v));  // met ? acc : NaN
+      else
+        vblendvps(acc(v), nan(), acc(v), met(v));
+      emit_store(ptr[reg_y + vector_bytes_ * v], acc(v), masked_last && v == vectors - 1);
+    }
+  }
+
+  void emit_gradients(int vectors, bool masked_last) {
+    const Xmm zero = temporary(2);
+    if (plan_.overwrites) vxorps(zero, zero, zero);
+    for (int v = 0; v < vectors; ++v) {
+      const bool masked = masked_last && v == vectors - 1;
+      emit_load(gradient(v), ptr[reg_dy + vector_bytes_ * v], masked);
+      if (!plan_.max) vdivps(gradient(v), gradient(v), divisor());   // each tap's share
+      if (plan_.overwrites) vaddps(gradient(v), zero, gradient(v));  // what adding it to a zeroed dx gives
+      if (!plan_.max) continue;
+      emit_load(y_value(v), ptr[reg_y + vector_bytes_ * v], masked);
+      if (plan_.isa.opmask)
+        kxorw(lane_flags(v), lane_flags(v), lane_flags(v));
+      else
+        vxorps(routed(v), routed(v), routed(v));
+    }
+  }
+
+  void emit_backward_tap(int v, bool masked) {
+    const Address dx_at = ptr[reg_dx + reg_tap + vector_bytes_ * v];
+    const Xmm equal = temporary(0), dx = temporary(1), sum = temporary(2);
+    if (!plan_.max) {
+      if (plan_.overwrites) {
+        emit_store(dx_at, gradient(v), masked);
+        return;
+      }
+      emit_load(dx, dx_at, masked);
+      vaddps(dx, dx, gradient(v));
+      emit_store(dx_at, dx, masked);
+      return;
+    }
+    if (!plan_.overwrites) emit_load(dx, dx_at, masked);
+    emit_load(equal, ptr[reg_x + reg_tap + vector_bytes_ * v], masked);
+    if (plan_.isa.opmask) {
+      vcmpps(k_compare, equal, y_value(v), 0);  // equal, ordered: NaN equals nothing
+      kandnw(k_compare, lane_flags(v), k_compare);
+      korw(lane_flags(v), lane_flags(v), k_compare);
+      if (plan_.overwrites)
+        vmovaps(dx | k_compare | T_z, gradient(v));
+      else
+        vaddps(dx | k_compare, dx, gradient(v));
+    } else {
+      vcmpps(equal, equal, y_value(v), 0);
+      vandnps(equal, routed(v), equal);
+      vorps(routed(v), routed(v), equal);
+      if (plan_.overwrites) {
+        vandps(dx, equal, gradient(v));  // here ? g : +0
+      } else {
+        vaddps(sum, dx, gradient(v));
+        vblendvps(dx, dx, sum, equal);
+      }
+    }
+    emit_store(dx_at, dx, masked);
+  }
+
+  const SpecKey key_;
+  const PoolPlan plan_;
+  const int vector_bytes_;
+};
+
+#undef PROBLEM
+#undef ROW
+
+}  // namespace
+
+PoolPlan plan_pool_nhwc(const SpecKey& key) {
+  PoolPlan plan;
+  plan.isa = traits_of(key.isa);
+  plan.max = key.op == CONVJIT_OP_MAXPOOL_FORWARD || key.op == CONVJIT_OP_MAXPOOL_BACKWARD;
+  plan.backward = key.op == CONVJIT_OP_MAXPOOL_BACKWARD || key.op == CONVJIT_OP_MEANPOOL_BACKWARD;
+  plan.overwrites = plan.backward && convjit_pool_windows_tile(key.kernel, key.stride, key.dilation);
+  if (!plan.max && key.op != CONVJIT_OP_MEANPOOL_FORWARD && key.op != CONVJIT_OP_MEANPOOL_BACKWARD) {
+    plan.unsupported = "not max or mean pooling";
+  } else if (key.layout != CONVJIT_NHWC) {
+    plan.unsupported = "not NHWC";
+  } else {
+    plan.unsupported = common_unsupported_reason(key);
+  }
+  if (!plan.unsupported.empty()) return plan;
+  plan.taps = key.kernel[0] * key.kernel[1] * key.kernel[2];
+  if (plan.taps > kMaxPoolTaps) {
+    plan.unsupported = "a window of more than " + std::to_string(kMaxPoolTaps) + " taps";
+    return plan;
+  }
+  plan.block_vectors = kBlockVectors;
+  plan.vector_registers_used = 16;  // lane_mask() is the last
+  // Per tap, the five emitted blocks (full, and tails of 1..4 vectors) handle 14 vectors, each in
+  // at most 4 (forward) or 8 (backward) instructions of 12 bytes, and step one offset.
+  const size_t instructions_per_vector = plan.backward ? 8 : 4;
+  plan.code_bytes = kFrameCodeBytes + size_t(plan.taps) * (14 * instructions_per_vector * 12 + 5 * 8);
+  return plan;
+}
+
+bool generate_pool_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error) {
+  const PoolPlan plan = plan_pool_nhwc(key);
+  if (!plan.unsupported.empty()) {
+    *error = plan.unsupported;
+    return false;
+  }
+  return emit_compiled(
+      key, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); },
+      [&](Xbyak::CodeGenerator& generator) { out->pool_row = generator.getCode<convjit_pool_row_fn>(); }, out, error);
+}
+
+}  // namespace convjit::jit::xbyak
