@@ -271,50 +271,25 @@ struct BackwardBody {
   convjit_pool_row_fn compiled;  // or null
   NhwcBackward nhwc = nhwc_backward_kernel(g, op);
   convjit_pool_problem problem = compiled ? compiled_pool_problem(g) : convjit_pool_problem{};
-  // The tier-0 kernel runs the compiled rows between its own outputs, in output order.
-  CompiledPoolRows rows{compiled, &problem, compiled&& nhwc ? interior_outputs(g) : OutputBox{}};
-  bool runs_rows = !is_empty(rows.box);
-  // Where the windows tile x, the rows write the inputs of their windows without reading them.
-  bool rows_overwrite = runs_rows && convjit_pool_windows_tile(g.window, g.stride, g.dilation);
+  // The tier-0 kernel runs the compiled rows between its own outputs, in output order; where the
+  // windows tile x, the rows write the inputs of their windows without reading them.
+  CompiledPoolRows rows{compiled, &problem, compiled&& nhwc ? interior_outputs(g) : OutputBox{},
+                        convjit_pool_windows_tile(g.window, g.stride, g.dilation) != 0};
 
   bool whole_task(int64_t n, int64_t c0, int64_t c1) {
-    if (nhwc) nhwc(g, op, x, y, dy, dx, n, c0, c1, runs_rows ? &rows : nullptr);
+    if (nhwc) nhwc(g, op, x, y, dy, dx, n, c0, c1, is_empty(rows.box) ? nullptr : &rows);
     return nhwc != nullptr;
   }
 
-  // This task's dx block starts at zero, but for the inputs overwriting rows write.
-  void begin(int64_t n, int64_t c0, int64_t c1) {
+  void begin(int64_t n, int64_t c0,
+             int64_t c1) {  // the pixel path's dx block starts at zero (the ISA kernel's writes all)
+    if (nhwc) return;
     float* image = dx + n * g.x.batch;
     const int64_t pixels = g.in[0] * g.in[1] * g.in[2];
     if (g.layout == Layout::NCHW) {
       std::memset(image + c0 * g.x.channel, 0, sizeof(float) * size_t((c1 - c0) * pixels));
-      return;
-    }
-    const int64_t count = c1 - c0;
-    auto zero_pixels = [&](int64_t first, int64_t end) {
-      if (count == g.channels) {  // the pixels' channels are one run
-        std::memset(image + first * g.channels, 0, sizeof(float) * size_t((end - first) * g.channels));
-        return;
-      }
-      for (int64_t q = first; q < end; ++q) std::fill(image + q * g.channels + c0, image + q * g.channels + c1, 0.0f);
-    };
-    if (!rows_overwrite) return zero_pixels(0, pixels);
-    // The rows' windows tile the inputs [lo * stride - pad, hi * stride - pad) of every dim.
-    int64_t lo[3], hi[3];
-    for (int d = 0; d < 3; ++d) {
-      lo[d] = rows.box.lo[d] * g.stride[d] - g.pad_begin[d];
-      hi[d] = rows.box.hi[d] * g.stride[d] - g.pad_begin[d];
-    }
-    for (int64_t a = 0; a < g.in[0]; ++a) {
-      for (int64_t b = 0; b < g.in[1]; ++b) {
-        const int64_t row = (a * g.in[1] + b) * g.in[2];
-        if (a < lo[0] || a >= hi[0] || b < lo[1] || b >= hi[1]) {
-          zero_pixels(row, row + g.in[2]);
-        } else {
-          zero_pixels(row, row + lo[2]);
-          zero_pixels(row + hi[2], row + g.in[2]);
-        }
-      }
+    } else {
+      for (int64_t q = 0; q < pixels; ++q) std::fill(image + q * g.channels + c0, image + q * g.channels + c1, 0.0f);
     }
   }
 

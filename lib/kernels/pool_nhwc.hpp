@@ -22,14 +22,15 @@ struct CompiledPoolRows {
   convjit_pool_row_fn run;
   const convjit_pool_problem* problem;
   OutputBox box;
+  bool overwrite;  // the windows tile x: the rows write their windows' dx without reading it
 };
 
 namespace avx2 {
 bool pool_nhwc_supported(const PoolGeometry& g, PoolOp op);
 void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1,
                        const OutputBox* skip);
-// dx's channels [c0, c1) of image n must be zero; x and y are read by Max only; compiled: null or
-// the rows for the outputs of its box.
+// Writes dx's channels [c0, c1) of image n (every element); x and y are read by Max only;
+// compiled: null or the rows for the outputs of its box.
 void pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy, float* dx,
                         int64_t n, int64_t c0, int64_t c1, const CompiledPoolRows* compiled);
 }  // namespace avx2

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "pool_lanes.hpp"
@@ -179,6 +180,60 @@ inline void run_compiled_row(const PoolGeometry& g, const CompiledPoolRows& rows
   rows.run(rows.problem, &row);
 }
 
+// A backward task's dx block (channels [c0, c1) of one image) set to zero lazily, a D x H row of
+// inputs at a time in flattened order, just before the first output row that reaches it: the
+// rows are still in cache when the gradients are added. The inputs of `keep`'s rows (windows
+// that overwriting compiled rows write) are left alone.
+class LazyZeroing {
+ public:
+  LazyZeroing(const PoolGeometry& g, float* image, int64_t c0, int64_t c1, const CompiledPoolRows* keep)
+      : g_(g), image_(image), c0_(c0), c1_(c1) {
+    if (!keep || !keep->overwrite) return;
+    for (int d = 0; d < 3; ++d) {  // the windows of the box tile [lo * stride - pad, hi * stride - pad)
+      keep_lo_[d] = keep->box.lo[d] * g.stride[d] - g.pad_begin[d];
+      keep_hi_[d] = keep->box.hi[d] * g.stride[d] - g.pad_begin[d];
+    }
+  }
+
+  // Every input row output row (od, oh) reaches is zero.
+  void before_output_row(int64_t od, int64_t oh) {
+    auto last_reached = [&](int d, int64_t o) {
+      return std::min(g_.in[d] - 1, o * g_.stride[d] - g_.pad_begin[d] + (g_.window[d] - 1) * g_.dilation[d]);
+    };
+    const int64_t d = last_reached(0, od), h = last_reached(1, oh);
+    if (d >= 0 && h >= 0) zero_rows_before(d * g_.in[1] + h + 1);
+  }
+  void finish() { zero_rows_before(g_.in[0] * g_.in[1]); }
+
+ private:
+  void zero_rows_before(int64_t end) {
+    for (; next_row_ < end; ++next_row_) {
+      const int64_t d = next_row_ / g_.in[1], h = next_row_ % g_.in[1], first = next_row_ * g_.in[2];
+      const bool kept_row = keep_lo_[0] <= d && d < keep_hi_[0] && keep_lo_[1] <= h && h < keep_hi_[1];
+      if (!kept_row) {
+        zero_pixels(first, first + g_.in[2]);
+        continue;
+      }
+      zero_pixels(first, first + keep_lo_[2]);
+      zero_pixels(first + keep_hi_[2], first + g_.in[2]);
+    }
+  }
+  void zero_pixels(int64_t first, int64_t end) {
+    if (c1_ - c0_ == g_.channels) {  // the pixels' channels are one run
+      std::memset(image_ + first * g_.channels, 0, sizeof(float) * size_t((end - first) * g_.channels));
+      return;
+    }
+    for (int64_t q = first; q < end; ++q)
+      std::fill(image_ + q * g_.channels + c0_, image_ + q * g_.channels + c1_, 0.0f);
+  }
+
+  const PoolGeometry& g_;
+  float* image_;
+  int64_t c0_, c1_;
+  int64_t keep_lo_[3] = {0, 0, 0}, keep_hi_[3] = {0, 0, 0};  // empty: nothing kept
+  int64_t next_row_ = 0;
+};
+
 template <typename F>
 void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, const float* y, const float* dy,
                             float* dx, int64_t n, int64_t c0, int64_t c1, const CompiledPoolRows* compiled) {
@@ -187,8 +242,10 @@ void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, co
   const bool max = op == PoolOp::Max;
   const float* x_image = max ? x + n * g.x.batch : nullptr;
   float* dx_image = dx + n * g.x.batch;
+  LazyZeroing zeroing(g, dx_image, c0, c1, compiled);
   auto pixels = [&](auto vectors, auto is_max, int64_t c, typename F::Mask tail) {
     const int64_t count = std::min<int64_t>(decltype(vectors)::value * F::kLanes, c1 - c);
+    const bool first_block = c == c0;  // zeroes all of [c0, c1) as it goes
     for_each_output_pixel(
         g, n, compiled ? &compiled->box : nullptr,
         [&](int64_t y_offset, const Window& win) {
@@ -198,7 +255,11 @@ void run_pool_nhwc_backward(const PoolGeometry& g, PoolOp op, const float* x, co
         },
         [&](int64_t od, int64_t oh) {
           run_compiled_row(g, *compiled, max ? x : nullptr, max ? y : nullptr, dy, dx, n, od, oh, c, count);
+        },
+        [&](int64_t od, int64_t oh) {
+          if (first_block) zeroing.before_output_row(od, oh);
         });
+    if (first_block) zeroing.finish();
   };
   over_channels<F>(c0, c1, [&](auto vectors, int64_t c, typename F::Mask tail) {
     if (max) {

@@ -84,16 +84,18 @@ inline void for_each_tap(const PoolGeometry& g, const Window& win, Tap&& tap) {
 
 // Calls pixel(y offset of the pixel's first channel, its window) for every output pixel of one
 // image, in output order, but those in `skip` (when given: what a compiled kernel computes);
-// skipped(od, oh) where a row's skipped run would have been, in that order.
-struct NoSkippedRun {
+// skipped(od, oh) where a row's skipped run would have been, in that order; row(od, oh) before
+// each output row.
+struct NoRowCall {
   void operator()(int64_t, int64_t) const {}
 };
-template <typename Pixel, typename Skipped = NoSkippedRun>
+template <typename Pixel, typename Skipped = NoRowCall, typename Row = NoRowCall>
 inline void for_each_output_pixel(const PoolGeometry& g, int64_t n, const OutputBox* skip, Pixel&& pixel,
-                                  Skipped&& skipped = {}) {
+                                  Skipped&& skipped = {}, Row&& row = {}) {
   int64_t o[3];
   for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
     for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+      row(o[0], o[1]);
       const bool skips_in_row = skip && skip->lo[0] <= o[0] && o[0] < skip->hi[0] && skip->lo[1] <= o[1] &&
                                 o[1] < skip->hi[1] && skip->lo[2] < skip->hi[2];
       for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {

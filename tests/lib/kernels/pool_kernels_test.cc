@@ -181,7 +181,7 @@ TEST(PoolNhwcKernels, EveryIsaGivesTheContractsBits) {
       for (const IsaKernels& k : kIsas) {
         if (!jit::host_has(k.isa)) continue;
         SCOPED_TRACE(std::string(k.name) + " " + context);
-        std::vector<float> y = nan_buffer(int64_t(y_want.size())), dx(x.size(), 0.0f);
+        std::vector<float> y = nan_buffer(int64_t(y_want.size())), dx = nan_buffer(int64_t(x.size()));
         // Every other problem leaves out the outputs with wholly real windows (a compiled kernel's):
         // those stay as they were.
         const detail::OutputBox interior = detail::interior_outputs(g);
