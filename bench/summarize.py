@@ -502,7 +502,7 @@ def print_pool_bound(run):
             print("| " + " | ".join(cells) + " |")
     print("\ncopy: one memcpy moving the bytes the op must read and write (forward x and y; mean backward dy "
           "and dx; max backward also x and y); auto: the default runtime in steady state (compiled rows where "
-          "they run; backward has none); convjit: auto, else generic. copy/convjit ≥ 0.83 is within 1.2× of the "
+          "they run, forward and backward); convjit: auto, else generic. copy/convjit ≥ 0.83 is within 1.2× of the "
           "bound; convjit/oneDNN > 1 is convjit faster.\n")
 
 

@@ -271,18 +271,20 @@ struct BackwardBody {
   convjit_pool_row_fn compiled;  // or null
   NhwcBackward nhwc = nhwc_backward_kernel(g, op);
   convjit_pool_problem problem = compiled ? compiled_pool_problem(g) : convjit_pool_problem{};
+  OutputBox interior = compiled != nullptr && nhwc != nullptr ? interior_outputs(g) : OutputBox{};
+
   // The tier-0 kernel runs the compiled rows between its own outputs, in output order; where the
   // windows tile x, the rows write the inputs of their windows without reading them.
-  CompiledPoolRows rows{compiled, &problem, compiled&& nhwc ? interior_outputs(g) : OutputBox{},
-                        convjit_pool_windows_tile(g.window, g.stride, g.dilation) != 0};
-
   bool whole_task(int64_t n, int64_t c0, int64_t c1) {
-    if (nhwc) nhwc(g, op, x, y, dy, dx, n, c0, c1, is_empty(rows.box) ? nullptr : &rows);
-    return nhwc != nullptr;
+    if (!nhwc) return false;
+    const CompiledPoolRows rows{compiled, &problem, interior,
+                                convjit_pool_windows_tile(g.window, g.stride, g.dilation) != 0};
+    nhwc(g, op, x, y, dy, dx, n, c0, c1, is_empty(interior) ? nullptr : &rows);
+    return true;
   }
 
-  void begin(int64_t n, int64_t c0,
-             int64_t c1) {  // the pixel path's dx block starts at zero (the ISA kernel's writes all)
+  // The pixel path's dx block starts at zero (the ISA kernel writes all of its own).
+  void begin(int64_t n, int64_t c0, int64_t c1) {
     if (nhwc) return;
     float* image = dx + n * g.x.batch;
     const int64_t pixels = g.in[0] * g.in[1] * g.in[2];
