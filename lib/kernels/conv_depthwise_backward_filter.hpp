@@ -14,6 +14,7 @@
 namespace convjit::detail {
 
 inline constexpr int64_t kDepthwiseFilterMaxTaps = 16;  // accumulators per channel vector
+inline constexpr int64_t kDepthwiseFilterVectorsPerTask = 8;  // channel vectors a task walks row by row
 
 namespace avx2 {
 bool depthwise_backward_filter_supported(const ConvGeometry& g);

@@ -13,88 +13,138 @@
 namespace convjit::detail {
 namespace {
 
-// One vector of channels [c, c + kLanes) (the last one's lanes `lanes`): every tap's chain over
-// every output pixel of every image, then dw[channel][tap].
-template <typename F, int Taps>
-void depthwise_filter_channels(const ConvGeometry& g, const float* x, const float* dy, float* dw, int64_t c,
-                               typename F::Mask lanes, bool full) {
-  typename F::Vec acc[Taps];
-  for (int t = 0; t < Taps; ++t) acc[t] = F::zero();
-  auto load = [&](const float* p) { return full ? F::load(p) : F::load(p, lanes); };
-  int64_t tap_d[Taps], tap_h[Taps], tap_w[Taps], tap_offset[Taps];
-  {
+// The taps of a kernel as input offsets and coordinates, and the output pixels along W whose
+// every tap is real (the same for every row).
+template <int Taps>
+struct DepthwiseTaps {
+  int64_t d[Taps], h[Taps], w[Taps], offset[Taps];
+  int64_t w_lo, w_hi;
+
+  // Flattened: WeightCursor inlined, so this ISA's object defines no weak copy of it (lib/README.md).
+  __attribute__((flatten)) explicit DepthwiseTaps(const ConvGeometry& g) {
     WeightCursor at(g, 0);
     for (int t = 0; t < Taps; ++t, at.advance()) {
-      tap_d[t] = at.kd;
-      tap_h[t] = at.kh;
-      tap_w[t] = at.kw;
+      d[t] = at.kd;
+      h[t] = at.kh;
+      w[t] = at.kw;
       // From the input element of output pixel (0, 0, 0)'s first tap (unflipped coordinates).
-      tap_offset[t] = (input_coordinate(g, 0, 0, at.kd) - input_coordinate(g, 0, 0, 0)) * g.x.spatial[0] +
-                      (input_coordinate(g, 1, 0, at.kh) - input_coordinate(g, 1, 0, 0)) * g.x.spatial[1] +
-                      (input_coordinate(g, 2, 0, at.kw) - input_coordinate(g, 2, 0, 0)) * g.x.spatial[2];
+      offset[t] = (input_coordinate(g, 0, 0, at.kd) - input_coordinate(g, 0, 0, 0)) * g.x.spatial[0] +
+                  (input_coordinate(g, 1, 0, at.kh) - input_coordinate(g, 1, 0, 0)) * g.x.spatial[1] +
+                  (input_coordinate(g, 2, 0, at.kw) - input_coordinate(g, 2, 0, 0)) * g.x.spatial[2];
+    }
+    w_lo = 0;
+    w_hi = g.out[2];
+    for (int t = 0; t < Taps; ++t) {
+      while (w_lo < w_hi && input_coordinate(g, 2, w_lo, w[t]) < 0) ++w_lo;
+      while (w_hi > w_lo && input_coordinate(g, 2, w_hi - 1, w[t]) >= g.in[2]) --w_hi;
     }
   }
-  // Output pixels along W whose every tap is real (the same for every row).
-  int64_t w_lo = 0, w_hi = g.out[2];
+};
+
+// One output row (n, od, oh) of one vector of channels [c, c + kLanes) (all its lanes if Full,
+// else `lanes`): each tap's chain acc[t] goes on over the row's pixels, in order.
+template <typename F, int Taps, bool Full>
+inline __attribute__((always_inline)) void depthwise_filter_row(const ConvGeometry& g, const DepthwiseTaps<Taps>& taps,
+                                                                const float* x, const float* dy, int64_t c,
+                                                                typename F::Mask lanes, int64_t n, int64_t od,
+                                                                int64_t oh, typename F::Vec* acc) {
+  auto load = [&](const float* p) {
+    if constexpr (Full) {
+      return F::load(p);
+    } else {
+      return F::load(p, lanes);
+    }
+  };
+  const float* x_image = x + n * g.x.batch + c;
+  const float* dy_row = dy + n * g.y.batch + c + od * g.y.spatial[0] + oh * g.y.spatial[1];
+  bool rows_real = true;  // every tap's D and H coordinates inside the input
   for (int t = 0; t < Taps; ++t) {
-    while (w_lo < w_hi && input_coordinate(g, 2, w_lo, tap_w[t]) < 0) ++w_lo;
-    while (w_hi > w_lo && input_coordinate(g, 2, w_hi - 1, tap_w[t]) >= g.in[2]) --w_hi;
+    const int64_t id = input_coordinate(g, 0, od, taps.d[t]), ih = input_coordinate(g, 1, oh, taps.h[t]);
+    rows_real &= id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
+  }
+  auto checked_pixel = [&](int64_t ow) {
+    const typename F::Vec grad = load(dy_row + ow * g.y.spatial[2]);
+#pragma GCC unroll 16
+    for (int t = 0; t < Taps; ++t) {
+      const int64_t id = input_coordinate(g, 0, od, taps.d[t]), ih = input_coordinate(g, 1, oh, taps.h[t]),
+                    iw = input_coordinate(g, 2, ow, taps.w[t]);
+      if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
+      acc[t] = F::fma(grad, load(x_image + id * g.x.spatial[0] + ih * g.x.spatial[1] + iw * g.x.spatial[2]), acc[t]);
+    }
+  };
+  if (!rows_real) {
+    for (int64_t ow = 0; ow < g.out[2]; ++ow) checked_pixel(ow);
+    return;
+  }
+  for (int64_t ow = 0; ow < taps.w_lo; ++ow) checked_pixel(ow);
+  // Inside: every tap real, at a fixed offset from the pixel's first tap; both pointers step on.
+  if (taps.w_lo < taps.w_hi) {
+    int64_t offset[Taps];
+    for (int t = 0; t < Taps; ++t) offset[t] = taps.offset[t];
+    const float* origin = x_image + input_coordinate(g, 0, od, 0) * g.x.spatial[0] +
+                          input_coordinate(g, 1, oh, 0) * g.x.spatial[1] +
+                          input_coordinate(g, 2, taps.w_lo, 0) * g.x.spatial[2];
+    const int64_t origin_step = (input_coordinate(g, 2, 1, 0) - input_coordinate(g, 2, 0, 0)) * g.x.spatial[2];
+    const float* grad_at = dy_row + taps.w_lo * g.y.spatial[2];
+    const int64_t grad_step = g.y.spatial[2];
+    for (int64_t ow = taps.w_lo; ow < taps.w_hi; ++ow, origin += origin_step, grad_at += grad_step) {
+      const typename F::Vec grad = load(grad_at);
+#pragma GCC unroll 16
+      for (int t = 0; t < Taps; ++t) acc[t] = F::fma(grad, load(origin + offset[t]), acc[t]);
+    }
+  }
+  for (int64_t ow = std::max(taps.w_lo, taps.w_hi); ow < g.out[2]; ++ow) checked_pixel(ow);
+}
+
+// Channel vectors [v0, v1): output row by output row, every vector's row in turn, so the rows of
+// x and dy a vector reads are still in cache for the next (a task of one vector streams a whole
+// image with the pixel stride, reusing few L1 sets). Every tap's chain still goes over the output
+// pixels in order; between rows it waits in `chains`.
+template <typename F, int Taps>
+void depthwise_filter_vectors(const ConvGeometry& g, const float* x, const float* dy, float* dw, int64_t v0,
+                              int64_t v1) {
+  const DepthwiseTaps<Taps> taps(g);
+  typename F::Vec chains[kDepthwiseFilterVectorsPerTask][Taps];
+  for (int64_t v = v0; v < v1; ++v) {
+    for (int t = 0; t < Taps; ++t) chains[v - v0][t] = F::zero();
   }
   for (int64_t n = 0; n < g.batch; ++n) {
-    const float* x_image = x + n * g.x.batch + c;
-    const float* dy_image = dy + n * g.y.batch + c;
     for (int64_t od = 0; od < g.out[0]; ++od) {
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-        bool rows_real = true;  // every tap's D and H coordinates inside the input
-        for (int t = 0; t < Taps; ++t) {
-          const int64_t id = input_coordinate(g, 0, od, tap_d[t]), ih = input_coordinate(g, 1, oh, tap_h[t]);
-          rows_real &= id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
-        }
-        const float* dy_row = dy_image + od * g.y.spatial[0] + oh * g.y.spatial[1];
-        auto checked_pixel = [&](int64_t ow) {
-          const typename F::Vec grad = load(dy_row + ow * g.y.spatial[2]);
-#pragma GCC unroll 16
-          for (int t = 0; t < Taps; ++t) {
-            const int64_t id = input_coordinate(g, 0, od, tap_d[t]), ih = input_coordinate(g, 1, oh, tap_h[t]),
-                          iw = input_coordinate(g, 2, ow, tap_w[t]);
-            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
-            acc[t] =
-                F::fma(grad, load(x_image + id * g.x.spatial[0] + ih * g.x.spatial[1] + iw * g.x.spatial[2]), acc[t]);
+        for (int64_t v = v0; v < v1; ++v) {
+          const int64_t c = v * F::kLanes;
+          typename F::Vec acc[Taps];
+          for (int t = 0; t < Taps; ++t) acc[t] = chains[v - v0][t];
+          if (c + F::kLanes <= g.groups) {
+            depthwise_filter_row<F, Taps, true>(g, taps, x, dy, c, F::all_lanes(), n, od, oh, acc);
+          } else {
+            depthwise_filter_row<F, Taps, false>(g, taps, x, dy, c, F::first_lanes(g.groups - c), n, od, oh, acc);
           }
-        };
-        if (!rows_real) {
-          for (int64_t ow = 0; ow < g.out[2]; ++ow) checked_pixel(ow);
-          continue;
+          for (int t = 0; t < Taps; ++t) chains[v - v0][t] = acc[t];
         }
-        for (int64_t ow = 0; ow < w_lo; ++ow) checked_pixel(ow);
-        // Inside: every tap real, at a fixed offset from the pixel's first tap.
-        const float* first_tap =
-            x_image + input_coordinate(g, 0, od, 0) * g.x.spatial[0] + input_coordinate(g, 1, oh, 0) * g.x.spatial[1];
-        for (int64_t ow = w_lo; ow < w_hi; ++ow) {
-          const typename F::Vec grad = load(dy_row + ow * g.y.spatial[2]);
-          const float* origin = first_tap + input_coordinate(g, 2, ow, 0) * g.x.spatial[2];
-#pragma GCC unroll 16
-          for (int t = 0; t < Taps; ++t) acc[t] = F::fma(grad, load(origin + tap_offset[t]), acc[t]);
-        }
-        for (int64_t ow = std::max(w_lo, w_hi); ow < g.out[2]; ++ow) checked_pixel(ow);
       }
     }
   }
   alignas(64) float lanes_out[F::kLanes];
-  const int64_t count = std::min<int64_t>(F::kLanes, g.groups - c);
-  for (int t = 0; t < Taps; ++t) {
-    F::store(lanes_out, acc[t]);
-    for (int64_t l = 0; l < count; ++l) dw[(c + l) * g.taps + t] = lanes_out[l];
+  for (int64_t v = v0; v < v1; ++v) {
+    const int64_t c = v * F::kLanes, count = std::min<int64_t>(F::kLanes, g.groups - c);
+    for (int t = 0; t < Taps; ++t) {
+      F::store(lanes_out, chains[v - v0][t]);
+      for (int64_t l = 0; l < count; ++l) dw[(c + l) * g.taps + t] = lanes_out[l];
+    }
   }
 }
 
+// Tasks of up to kDepthwiseFilterVectorsPerTask vectors, at least one per thread where there are
+// vectors enough (each dw element's chain is the same whichever task has it).
 template <typename F, int Taps>
 void depthwise_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
   const int64_t vectors = (g.groups + F::kLanes - 1) / F::kLanes;
-  parallel_for(threads, vectors, g.flops(), [&](int64_t v) {
-    const int64_t c = v * F::kLanes;
-    const bool full = c + F::kLanes <= g.groups;
-    depthwise_filter_channels<F, Taps>(g, x, dy, dw, c, F::first_lanes(g.groups - c), full);
+  const int64_t per_task =
+      std::clamp<int64_t>((vectors + threads - 1) / std::max(threads, 1), 1, kDepthwiseFilterVectorsPerTask);
+  const int64_t tasks = (vectors + per_task - 1) / per_task;
+  parallel_for(threads, tasks, g.flops(), [&](int64_t task) {
+    depthwise_filter_vectors<F, Taps>(g, x, dy, dw, task * per_task, std::min(vectors, (task + 1) * per_task));
     F::leave();
   });
 }
