@@ -41,18 +41,24 @@ struct DepthwiseTaps {
   }
 };
 
-// One output row (n, od, oh) of one vector of channels [c, c + kLanes) (all its lanes if Full,
-// else `lanes`): each tap's chain acc[t] goes on over the row's pixels, in order.
-template <typename F, int Taps, bool Full>
+// Channel vectors a pixel's taps are walked with at once: as many as their chains fit the vector
+// registers, with one gradient each and a loaded value (at most 3: NHWC lines in a row).
+template <typename F, int Taps>
+inline constexpr int kVectorsAtOnce = std::clamp((F::kRegisters - 4) / Taps, 1, 3);
+
+// One output row (n, od, oh) of Vecs consecutive vectors of channels from c (all their lanes if
+// Full, else the last one's `lanes`): each chain acc[v * Taps + t] goes on over the row's pixels,
+// in order.
+template <typename F, int Taps, int Vecs, bool Full>
 inline __attribute__((always_inline)) void depthwise_filter_row(const ConvGeometry& g, const DepthwiseTaps<Taps>& taps,
                                                                 const float* x, const float* dy, int64_t c,
                                                                 typename F::Mask lanes, int64_t n, int64_t od,
                                                                 int64_t oh, typename F::Vec* acc) {
-  auto load = [&](const float* p) {
+  auto load = [&](const float* p, int v) {
     if constexpr (Full) {
-      return F::load(p);
+      return F::load(p + v * F::kLanes);
     } else {
-      return F::load(p, lanes);
+      return v == Vecs - 1 ? F::load(p + v * F::kLanes, lanes) : F::load(p + v * F::kLanes);
     }
   };
   const float* x_image = x + n * g.x.batch + c;
@@ -63,13 +69,15 @@ inline __attribute__((always_inline)) void depthwise_filter_row(const ConvGeomet
     rows_real &= id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
   }
   auto checked_pixel = [&](int64_t ow) {
-    const typename F::Vec grad = load(dy_row + ow * g.y.spatial[2]);
+    typename F::Vec grad[Vecs];
+    for (int v = 0; v < Vecs; ++v) grad[v] = load(dy_row + ow * g.y.spatial[2], v);
 #pragma GCC unroll 16
     for (int t = 0; t < Taps; ++t) {
       const int64_t id = input_coordinate(g, 0, od, taps.d[t]), ih = input_coordinate(g, 1, oh, taps.h[t]),
                     iw = input_coordinate(g, 2, ow, taps.w[t]);
       if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
-      acc[t] = F::fma(grad, load(x_image + id * g.x.spatial[0] + ih * g.x.spatial[1] + iw * g.x.spatial[2]), acc[t]);
+      const float* at = x_image + id * g.x.spatial[0] + ih * g.x.spatial[1] + iw * g.x.spatial[2];
+      for (int v = 0; v < Vecs; ++v) acc[v * Taps + t] = F::fma(grad[v], load(at, v), acc[v * Taps + t]);
     }
   };
   if (!rows_real) {
@@ -88,12 +96,35 @@ inline __attribute__((always_inline)) void depthwise_filter_row(const ConvGeomet
     const float* grad_at = dy_row + taps.w_lo * g.y.spatial[2];
     const int64_t grad_step = g.y.spatial[2];
     for (int64_t ow = taps.w_lo; ow < taps.w_hi; ++ow, origin += origin_step, grad_at += grad_step) {
-      const typename F::Vec grad = load(grad_at);
+      typename F::Vec grad[Vecs];
+      for (int v = 0; v < Vecs; ++v) grad[v] = load(grad_at, v);
 #pragma GCC unroll 16
-      for (int t = 0; t < Taps; ++t) acc[t] = F::fma(grad, load(origin + offset[t]), acc[t]);
+      for (int t = 0; t < Taps; ++t) {
+        for (int v = 0; v < Vecs; ++v)
+          acc[v * Taps + t] = F::fma(grad[v], load(origin + offset[t], v), acc[v * Taps + t]);
+      }
     }
   }
   for (int64_t ow = std::max(taps.w_lo, taps.w_hi); ow < g.out[2]; ++ow) checked_pixel(ow);
+}
+
+// Vecs vectors from v (the first's index in `chains`, the task's first vector v0) through one row.
+template <typename F, int Taps, int Vecs, bool Full>
+inline __attribute__((always_inline)) void depthwise_filter_row_of(const ConvGeometry& g,
+                                                                   const DepthwiseTaps<Taps>& taps, const float* x,
+                                                                   const float* dy, int64_t v, int64_t v0, int64_t n,
+                                                                   int64_t od, int64_t oh,
+                                                                   typename F::Vec (*chains)[Taps]) {
+  const int64_t c = v * F::kLanes;
+  typename F::Vec acc[Vecs * Taps];
+  for (int u = 0; u < Vecs; ++u) {
+    for (int t = 0; t < Taps; ++t) acc[u * Taps + t] = chains[v - v0 + u][t];
+  }
+  depthwise_filter_row<F, Taps, Vecs, Full>(g, taps, x, dy, c, F::first_lanes(g.groups - c - (Vecs - 1) * F::kLanes), n,
+                                            od, oh, acc);
+  for (int u = 0; u < Vecs; ++u) {
+    for (int t = 0; t < Taps; ++t) chains[v - v0 + u][t] = acc[u * Taps + t];
+  }
 }
 
 // Channel vectors [v0, v1): output row by output row, every vector's row in turn, so the rows of
@@ -111,16 +142,17 @@ void depthwise_filter_vectors(const ConvGeometry& g, const float* x, const float
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t od = 0; od < g.out[0]; ++od) {
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-        for (int64_t v = v0; v < v1; ++v) {
-          const int64_t c = v * F::kLanes;
-          typename F::Vec acc[Taps];
-          for (int t = 0; t < Taps; ++t) acc[t] = chains[v - v0][t];
-          if (c + F::kLanes <= g.groups) {
-            depthwise_filter_row<F, Taps, true>(g, taps, x, dy, c, F::all_lanes(), n, od, oh, acc);
+        constexpr int kAtOnce = kVectorsAtOnce<F, Taps>;
+        int64_t v = v0;
+        for (; v + kAtOnce <= v1 && (v + kAtOnce) * F::kLanes <= g.groups; v += kAtOnce) {
+          depthwise_filter_row_of<F, Taps, kAtOnce, true>(g, taps, x, dy, v, v0, n, od, oh, chains);
+        }
+        for (; v < v1; ++v) {
+          if ((v + 1) * F::kLanes <= g.groups) {
+            depthwise_filter_row_of<F, Taps, 1, true>(g, taps, x, dy, v, v0, n, od, oh, chains);
           } else {
-            depthwise_filter_row<F, Taps, false>(g, taps, x, dy, c, F::first_lanes(g.groups - c), n, od, oh, acc);
+            depthwise_filter_row_of<F, Taps, 1, false>(g, taps, x, dy, v, v0, n, od, oh, chains);
           }
-          for (int t = 0; t < Taps; ++t) chains[v - v0][t] = acc[t];
         }
       }
     }

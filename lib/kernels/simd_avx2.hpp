@@ -13,6 +13,7 @@ struct Avx2Floats {
   using Vec = __m256;
   using Mask = __m256i;
   static constexpr int kLanes = 8;
+  static constexpr int kRegisters = 16;
 
   static Vec zero() { return _mm256_setzero_ps(); }
   static Vec load(const float* p) { return _mm256_loadu_ps(p); }
