@@ -13,8 +13,8 @@
  * every tap, max dy to the first tap, row-major, whose x equals y (compared ordered: NaN equals
  * nothing). Where the windows tile x (convjit_pool_windows_tile: no two share an element, none
  * skips one), backward rows write their windows' dx without reading it, each element once:
- * +0 + the gradient where one goes, else +0, the bits of adding into a zeroed dx; the driver does
- * not zero those elements. */
+ * +0 + the gradient where one goes, else +0, the bits of adding into a zeroed dx; tier 0's
+ * backward kernel, which zeroes the rest of dx, leaves those elements alone. */
 #ifndef CONVJIT_JIT_POOL_ROW_ABI_H
 #define CONVJIT_JIT_POOL_ROW_ABI_H
 

@@ -49,7 +49,7 @@ class Generator : public CodeGenerator {
 
  private:
   const Reg64 reg_problem = rdi, reg_row = rsi;    // read by the prologue only
-  const Reg64 reg_dy = rdi, reg_dx = rsi;          // backward, after the prologue: the current output's
+  const Reg64 reg_dy = rdi, reg_dx = rsi;          // backward, after the prologue: as reg_y and reg_x
   const Reg64 reg_x_block = r8, reg_y_block = r9;  // the run's first output at the block's first channel
   const Reg64 reg_x = r10, reg_y = r11;            // the current output's window (tap 0) and output
   const Reg64 reg_plane = r12, reg_tap_row = r13;  // byte offsets of the current tap's plane and row

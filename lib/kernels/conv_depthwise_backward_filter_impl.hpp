@@ -108,7 +108,7 @@ inline __attribute__((always_inline)) void depthwise_filter_row(const ConvGeomet
   for (int64_t ow = std::max(taps.w_lo, taps.w_hi); ow < g.out[2]; ++ow) checked_pixel(ow);
 }
 
-// Vecs vectors from v (the first's index in `chains`, the task's first vector v0) through one row.
+// Vecs vectors from v through one row; chains[v - v0] holds vector v's (v0: the task's first).
 template <typename F, int Taps, int Vecs, bool Full>
 inline __attribute__((always_inline)) void depthwise_filter_row_of(const ConvGeometry& g,
                                                                    const DepthwiseTaps<Taps>& taps, const float* x,

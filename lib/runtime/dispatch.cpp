@@ -4,7 +4,8 @@
 // configuration hot requests its compile (once: the slot's state moves Cold -> Queued by
 // compare-and-swap) or declines it, saying why. Backward data runs as forwards where it can
 // (stride 1; strided pointwise; the phases of other strides). Ops that no backend compiles yet
-// (backward filter, Lp pooling) are counted, timed and declined the same way, and run on tier 0.
+// (backward filter, the rest of backward data, Lp pooling) are counted, timed and declined the
+// same way, and run on tier 0.
 // Max and mean pooling, forward and backward, take compiled rows where the backend compiles them
 // (Xbyak).
 #include <chrono>

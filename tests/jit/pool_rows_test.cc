@@ -136,7 +136,8 @@ TEST_P(PoolRows, BackwardGivesTierZerosBitsAndWritesOnlyDx) {
     const PoolDims d = row_problem(rng, i, i % 3 == 0);
     detail::PoolGeometry g;
     ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
-    const std::vector<float> x = awkward(rng, ref::pool_input_elements(d), i % 3 == 2);
+    // NaN-heavy every other problem, tiling ones too (a window with no tap routed writes all +0).
+    const std::vector<float> x = awkward(rng, ref::pool_input_elements(d), i % 2 == 0);
     const int64_t outputs = ref::pool_output_elements(d), inputs = ref::pool_input_elements(d);
     const std::vector<float> dy = awkward(rng, outputs, false);
     for (detail::PoolOp op : {detail::PoolOp::Max, detail::PoolOp::Mean}) {

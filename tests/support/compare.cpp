@@ -172,7 +172,7 @@ namespace {
                                             const std::vector<double>* magnitude, const TensorShape& shape,
                                             int64_t reduction_length, const std::string& context) {
   const double tol = tolerance(want, reduction_length);
-  const double per_term = kTermRoundings * std::sqrt(double(reduction_length)) * double(FLT_EPSILON);
+  const double per_term = kTermRoundings * double(FLT_EPSILON);
   auto allowed = [&](int64_t i) { return magnitude ? std::max(tol, per_term * (*magnitude)[size_t(i)]) : tol; };
   int64_t failures = 0, first = -1;
   for (int64_t i = 0; i < int64_t(want.size()); ++i) {

@@ -42,6 +42,11 @@ TEST(DepthwiseGradientKernels, OracleValuesAndTheSameBitsOnEveryIsaAndThreadCoun
     // Around the lanes, and past the several vectors the filter kernel walks at once (AVX-512: 3 of 16).
     d.in_channels = d.out_channels = d.groups = std::vector<int64_t>{1, 5, 8, 16, 17, 33, 48, 100}[size_t(i % 8)];
     for (int k = 0; k < rank; ++k) d.kernel[size_t(k)] = std::min<int64_t>(d.kernel[size_t(k)], rank == 3 ? 2 : 3);
+    if (rank == 2 && i % 6 == 1) {  // 12 and 16 taps: fewer vectors at once (AVX-512: 2 and 1)
+      d.kernel[0] = 4;
+      d.kernel[1] = i % 12 == 1 ? 3 : 4;
+      for (int k = 0; k < 2; ++k) d.in_size[size_t(k)] = std::max<int64_t>(d.in_size[size_t(k)], 6);
+    }
     detail::ConvGeometry g;
     if (!detail::make_conv_geometry(d.to_c(), &g).ok()) continue;
     const std::string context = describe(d);
