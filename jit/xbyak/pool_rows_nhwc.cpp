@@ -17,7 +17,6 @@ constexpr int kBlockVectors = 4;      // a pixel's channels in blocks of 4 vecto
 constexpr int64_t kMaxPoolTaps = 64;  // windows unrolled; larger ones stay on tier 0
 alignas(4) const float kMinusInfinityThenNan[2] = {-INFINITY, NAN};
 
-#define PROBLEM(field) qword[reg_problem + offsetof(convjit_pool_problem, field)]
 #define ROW(field) qword[reg_row + offsetof(convjit_pool_row, field)]
 
 // Emits, for the run's channels in blocks (full blocks of plan.block_vectors vectors, then one
@@ -81,10 +80,10 @@ class Generator : public CodeGenerator {
 
   void emit_prologue() {
     emit_enter(*this, kLocalBytes * kLocals);
-    mov(reg_constants, reinterpret_cast<size_t>(kMinusInfinityThenNan));
     if (!plan_.max) {
       vbroadcastss(divisor(), ptr[reg_problem + offsetof(convjit_pool_problem, divisor)]);
     } else if (!plan_.backward) {
+      mov(reg_constants, reinterpret_cast<size_t>(kMinusInfinityThenNan));
       vbroadcastss(minus_infinity(), ptr[reg_constants]);
       vbroadcastss(nan(), ptr[reg_constants + 4]);
     }
@@ -324,7 +323,6 @@ class Generator : public CodeGenerator {
   const int vector_bytes_;
 };
 
-#undef PROBLEM
 #undef ROW
 
 }  // namespace

@@ -39,7 +39,17 @@ std::vector<float> awkward(Rng& rng, int64_t n, bool nan_heavy) {
   return v;
 }
 
-class PoolRows : public ::testing::TestWithParam<jit::Isa> {};
+// Skips where Xbyak or the parameter's ISA is missing here, saying which.
+class PoolRows : public ::testing::TestWithParam<jit::Isa> {
+ protected:
+  void SetUp() override {
+    if (!backend->unavailable_reason().empty()) GTEST_SKIP() << "xbyak: " << backend->unavailable_reason();
+    if (!jit::host_has(GetParam())) {
+      GTEST_SKIP() << "this host lacks " << jit::isa_name(GetParam()) << ": its kernels cannot run here";
+    }
+  }
+  std::unique_ptr<jit::Backend> backend = jit::make_xbyak_backend();
+};
 
 constexpr float kGuard = 7777.0f;  // 32 floats each side of the output
 
@@ -90,9 +100,6 @@ bool compile_rows(jit::Backend& backend, const detail::PoolGeometry& g, int32_t 
 
 TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
   const jit::Isa isa = GetParam();
-  std::unique_ptr<jit::Backend> backend = jit::make_xbyak_backend();
-  if (!backend->unavailable_reason().empty()) GTEST_SKIP() << "xbyak: " << backend->unavailable_reason();
-  if (!jit::host_has(isa)) GTEST_SKIP() << "this host lacks " << jit::isa_name(isa) << ": its kernels cannot run here";
   Rng rng(0x9002 + uint64_t(isa));
   int compiled_rows = 0;
   for (int i = 0; i < 120; ++i) {
@@ -127,9 +134,6 @@ TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
 // (over a NaN-filled buffer: an element they skip shows).
 TEST_P(PoolRows, BackwardGivesTierZerosBitsAndWritesOnlyDx) {
   const jit::Isa isa = GetParam();
-  std::unique_ptr<jit::Backend> backend = jit::make_xbyak_backend();
-  if (!backend->unavailable_reason().empty()) GTEST_SKIP() << "xbyak: " << backend->unavailable_reason();
-  if (!jit::host_has(isa)) GTEST_SKIP() << "this host lacks " << jit::isa_name(isa) << ": its kernels cannot run here";
   Rng rng(0x9003 + uint64_t(isa));
   int compiled_rows = 0;
   for (int i = 0; i < 120; ++i) {
