@@ -291,7 +291,7 @@ struct BackwardBody {
     if (g.layout == Layout::NCHW) {
       std::memset(image + c0 * g.x.channel, 0, sizeof(float) * size_t((c1 - c0) * pixels));
     } else {
-      for (int64_t q = 0; q < pixels; ++q) std::fill(image + q * g.channels + c0, image + q * g.channels + c1, 0.0f);
+      zero_nhwc_pixels(image, g.channels, 0, pixels, c0, c1);
     }
   }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "pool_lanes.hpp"
@@ -218,14 +217,7 @@ class LazyZeroing {
       zero_pixels(first + keep_hi_[2], first + g_.in[2]);
     }
   }
-  void zero_pixels(int64_t first, int64_t end) {
-    if (c1_ - c0_ == g_.channels) {  // the pixels' channels are one run
-      std::memset(image_ + first * g_.channels, 0, sizeof(float) * size_t((end - first) * g_.channels));
-      return;
-    }
-    for (int64_t q = first; q < end; ++q)
-      std::fill(image_ + q * g_.channels + c0_, image_ + q * g_.channels + c1_, 0.0f);
-  }
+  void zero_pixels(int64_t first, int64_t end) { zero_nhwc_pixels(image_, g_.channels, first, end, c0_, c1_); }
 
   const PoolGeometry& g_;
   float* image_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "geometry.hpp"
 #include "steps.hpp"
@@ -50,6 +51,16 @@ inline RunStart run_start(const PoolGeometry& g, const OutputBox& box, int64_t n
               (oh * g.stride[1] - g.pad_begin[1]) * g.x.spatial[1] +
               (ow * g.stride[2] - g.pad_begin[2]) * g.x.spatial[2] + c,
           n * g.y.batch + od * g.y.spatial[0] + oh * g.y.spatial[1] + ow * g.y.spatial[2] + c};
+}
+
+// Zeroes channels [c0, c1) of the NHWC pixels [first, end) of an image (one run when [c0, c1) is
+// every channel).
+inline void zero_nhwc_pixels(float* image, int64_t channels, int64_t first, int64_t end, int64_t c0, int64_t c1) {
+  if (c1 - c0 == channels) {
+    std::memset(image + first * channels, 0, sizeof(float) * size_t((end - first) * channels));
+    return;
+  }
+  for (int64_t q = first; q < end; ++q) std::fill(image + q * channels + c0, image + q * channels + c1, 0.0f);
 }
 
 // The real taps of one output pixel: index t of dim d is real for t in [lo[d], hi[d]).
