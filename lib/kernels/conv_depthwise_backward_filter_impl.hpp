@@ -85,17 +85,17 @@ inline __attribute__((always_inline)) void depthwise_filter_row(const ConvGeomet
     return;
   }
   for (int64_t ow = 0; ow < taps.w_lo; ++ow) checked_pixel(ow);
-  // Inside: every tap real, at a fixed offset from the pixel's first tap; both pointers step on.
+  // Inside: every tap real, at a fixed offset from the pixel's first tap.
   if (taps.w_lo < taps.w_hi) {
     int64_t offset[Taps];
     for (int t = 0; t < Taps; ++t) offset[t] = taps.offset[t];
-    const float* origin = x_image + input_coordinate(g, 0, od, 0) * g.x.spatial[0] +
-                          input_coordinate(g, 1, oh, 0) * g.x.spatial[1] +
-                          input_coordinate(g, 2, taps.w_lo, 0) * g.x.spatial[2];
-    const int64_t origin_step = (input_coordinate(g, 2, 1, 0) - input_coordinate(g, 2, 0, 0)) * g.x.spatial[2];
-    const float* grad_at = dy_row + taps.w_lo * g.y.spatial[2];
-    const int64_t grad_step = g.y.spatial[2];
-    for (int64_t ow = taps.w_lo; ow < taps.w_hi; ++ow, origin += origin_step, grad_at += grad_step) {
+    const float* row_origin =
+        x_image + input_coordinate(g, 0, od, 0) * g.x.spatial[0] + input_coordinate(g, 1, oh, 0) * g.x.spatial[1];
+    // Each pixel's origin from its own coordinate, not a stepped pointer: a stride that only one output
+    // column uses may be far beyond any buffer, and stepping by it would overflow.
+    for (int64_t ow = taps.w_lo; ow < taps.w_hi; ++ow) {
+      const float* origin = row_origin + input_coordinate(g, 2, ow, 0) * g.x.spatial[2];
+      const float* grad_at = dy_row + ow * g.y.spatial[2];
       typename F::Vec grad[Vecs];
       for (int v = 0; v < Vecs; ++v) grad[v] = load(grad_at, v);
 #pragma GCC unroll 16

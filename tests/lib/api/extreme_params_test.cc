@@ -1,11 +1,12 @@
-// Valid problems at the edges of int64: padding, strides and dilations of 2^20 to 2^40 around
-// inputs of a few elements (outputs of a few elements too), in every layout and rank, through every
-// op. Each must match the oracle with its outputs between guard zones; under the sanitizer build
-// (tests/sanitizers) no kernel may form a pointer outside its buffers on the way.
+// Valid problems at the edges of int64: padding, strides and dilations of 2^20 to 2^40 (a stride up to
+// int64's largest) around inputs of a few elements (outputs of a few elements too), in every layout and rank,
+// through every op. Each must match the oracle with its outputs between guard zones; under the sanitizer
+// build (tests/sanitizers) no kernel may form a pointer outside its buffers on the way.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "convjit/ops.hpp"
@@ -48,6 +49,11 @@ std::vector<ConvDims> extreme_convs() {
       e.stride[last] = kHuge;
       e.pad_begin[last] = kLarge;
       out.push_back(e);
+      // Depthwise, a stride along W as large as int64 holds: one output column, whose neighbour
+      // lies past any address (the fuzzer found a kernel stepping a pointer by it).
+      ConvDims f = conv(rank, layout, 2, 8, 8, 8, {6, 6, 6}, {3, 3, 3});
+      f.stride[last] = std::numeric_limits<int64_t>::max();
+      out.push_back(f);
     }
   }
   return out;
