@@ -1,5 +1,6 @@
 // What a JIT backend offers the runtime: compiled kernels for specialization keys (forward
-// convolution tiles; Xbyak also max and mean pooling rows, forward and backward).
+// convolution tiles; Xbyak also max and mean pooling rows, forward and backward, and NHWC
+// backward-filter rows).
 // Backends are plain factories (no LLVM or Xbyak type escapes jit/), thread-safe, and never
 // throw: a failed compile is a message, and the configuration stays on the generic tier.
 #pragma once
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "conv_tile_abi.h"
+#include "filter_rows_abi.h"
 #include "pool_row_abi.h"
 #include "spec_key.hpp"
 
@@ -16,11 +18,19 @@ namespace convjit::jit {
 struct CompiledKernel {
   convjit_conv_kernel kernel;              // forward convolution keys
   convjit_pool_row_fn pool_row = nullptr;  // pooling keys
+  convjit_filter_kernel filter{};          // backward-filter keys
   SpecKey key;
   std::string name;
   size_t code_bytes = 0;        // emitted (the stats' figure)
   size_t mapped_bytes = 0;      // executable memory it holds, whole pages (what the code budget counts)
   std::shared_ptr<void> code;  // owns the executable memory
+
+  // The entry point of whichever kind the key's op has (perf maps name it).
+  const void* entry() const {
+    if (pool_row) return reinterpret_cast<const void*>(pool_row);
+    if (filter.compute) return reinterpret_cast<const void*>(filter.compute);
+    return reinterpret_cast<const void*>(kernel.compute);
+  }
 };
 
 class Backend {
@@ -37,12 +47,12 @@ class Backend {
   // not (the configuration then stays generic, and the stats say why).
   virtual std::string decline_reason(const convjit_conv_problem& problem, const SpecKey& key) const = 0;
   // Whether the backend compiles kernels of op (convjit_op) at all: forward convolution, by every
-  // backend; max and mean pooling, forward and backward, by Xbyak.
+  // backend; max and mean pooling, forward and backward, and backward filter, by Xbyak.
   virtual bool compiles(int32_t op) const { return op == CONVJIT_OP_CONV_FORWARD; }
-  // The ISA of a pooling problem's kernel, at most `cap`, and why its key is not generated (or
-  // empty); asked only where compiles(op).
-  virtual Isa pool_isa_for(const convjit_pool_problem&, Isa cap) const { return cap; }
-  virtual std::string pool_decline_reason(const SpecKey&) const { return {}; }
+  // The ISA of a pooling or backward-filter kernel, at most `cap`, and why such a key is not
+  // generated (or empty); asked only where compiles(op).
+  virtual Isa rows_isa_for(Isa cap) const { return cap; }
+  virtual std::string rows_decline_reason(const SpecKey&) const { return {}; }
   // Returns false and sets *error when the key is unsupported or generation fails.
   virtual bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) = 0;
   // The executable bytes compile(key) will map (out->mapped_bytes), where the backend knows them

@@ -31,14 +31,18 @@ std::string SpecKey::name() const {
   const bool mean = op == CONVJIT_OP_MEANPOOL_FORWARD || op == CONVJIT_OP_MEANPOOL_BACKWARD;
   const bool backward = op == CONVJIT_OP_MAXPOOL_BACKWARD || op == CONVJIT_OP_MEANPOOL_BACKWARD;
   const char* family = max ? "maxpool" : mean ? "meanpool" : "conv";
-  std::string n = family + std::to_string(rank) + (backward ? "d_bwd_f32_k" : "d_fwd_f32_k") + dims(kernel);
+  const char* direction = op == CONVJIT_OP_CONV_BACKWARD_FILTER ? "d_bwd_filter_f32_k"
+                          : backward                            ? "d_bwd_f32_k"
+                                                                : "d_fwd_f32_k";
+  std::string n = family + std::to_string(rank) + direction + dims(kernel);
   n += "_s" + (uniform(stride) ? std::to_string(stride[first]) : dims(stride));
   if (!all_one(dilation)) n += "_d" + (uniform(dilation) ? std::to_string(dilation[first]) : dims(dilation));
   if (layout == CONVJIT_NHWC) n += "_nhwc";
   if (flip) n += "_flip";
   if (layout == CONVJIT_NCHW && oc_class < 4) n += "_oc" + std::to_string(oc_class);
   if (layout == CONVJIT_NHWC && oc_class == kNhwcWideClass) n += "_oc32up";
-  if (ic_per_group) n += "_c" + std::to_string(ic_per_group) + "to" + std::to_string(oc_per_group) + "_i" + dims(in);
+  if (ic_per_group) n += "_c" + std::to_string(ic_per_group) + "to" + std::to_string(oc_per_group);
+  if (in[2]) n += "_i" + dims(in);
   if (relu) n += "_relu";
   return n + "__" + isa_name(isa);
 }
@@ -79,6 +83,23 @@ SpecKey make_pool_spec_key(const convjit_pool_problem& p, int32_t op, int32_t ra
     k.stride[d] = p.stride[d];
     k.dilation[d] = p.dilation[d];
   }
+  return k;
+}
+
+SpecKey make_filter_spec_key(const convjit_conv_problem& p, int32_t rank, Isa isa) {
+  SpecKey k{};
+  k.op = CONVJIT_OP_CONV_BACKWARD_FILTER;
+  k.rank = rank;
+  k.layout = p.layout;
+  k.flip = p.flip;
+  k.isa = isa;
+  for (int d = 0; d < 3; ++d) {
+    k.kernel[d] = p.kernel[d];
+    k.stride[d] = p.stride[d];
+    k.dilation[d] = p.dilation[d];
+  }
+  k.ic_per_group = p.ic_per_group;
+  k.oc_per_group = p.oc_per_group;
   return k;
 }
 

@@ -1,7 +1,8 @@
 // The specialization key: what a compiled kernel is specialized on, the op first (forward
-// convolution, max or mean pooling forward). Channels, batch and spatial sizes stay runtime
-// values unless the policy asks to specialize on them too, so one kernel serves every layer with
-// the same kernel (pooling: window) size and stride.
+// convolution, backward filter, max or mean pooling forward or backward). Channels, batch and
+// spatial sizes stay runtime values unless the policy asks to specialize on them too (backward
+// filter: the channels always), so one kernel serves every layer with the same kernel (pooling:
+// window) size and stride.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,8 @@ struct SpecKey {
 
   bool operator==(const SpecKey& other) const { return std::memcmp(this, &other, sizeof *this) == 0; }
   uint64_t hash() const;
-  // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx512", "maxpool2d_bwd_f32_k3x3_s2_nhwc__avx512":
+  // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx512", "maxpool2d_bwd_f32_k3x3_s2_nhwc__avx512",
+  // "conv2d_bwd_filter_f32_k3x3_s1_nhwc_c64to64__avx512":
   // the JIT symbol, the verbose line, the stats and the benchmark name.
   std::string name() const;
 };
@@ -45,5 +47,8 @@ static_assert(sizeof(SpecKey) == 8 * sizeof(int32_t) + 14 * sizeof(int64_t), "no
 SpecKey make_spec_key(const convjit_conv_problem& problem, int32_t rank, bool relu, Isa isa, bool specialize_sizes);
 // op: max or mean pooling, forward or backward (CONVJIT_OP_MAXPOOL_FORWARD ...); NHWC.
 SpecKey make_pool_spec_key(const convjit_pool_problem& problem, int32_t op, int32_t rank, Isa isa);
+// Backward filter: specialized on the channels per group always (its register block is a block of
+// dw, output by input channels, so both counts' tails are code), the spatial sizes stay runtime.
+SpecKey make_filter_spec_key(const convjit_conv_problem& problem, int32_t rank, Isa isa);
 
 }  // namespace convjit::jit

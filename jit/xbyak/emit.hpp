@@ -34,6 +34,31 @@ inline std::string common_unsupported_reason(const SpecKey& key) {
 // Lane i holds i: AVX2's lane masks (lanes below a count) are a compare against it.
 alignas(32) inline constexpr int32_t kLaneIndex[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 
+// A vector load or store, the lanes of `lanes` only when masked: AVX-512's opmask (a load's other
+// lanes zeroed, faults suppressed), AVX2's mask vector (vmaskmovps).
+struct LaneMask {
+  Xbyak::Opmask opmask;
+  Xbyak::Xmm vector;
+};
+inline void emit_vector_load(Xbyak::CodeGenerator& g, const IsaTraits& isa, const LaneMask& lanes, Xbyak::Xmm to,
+                             const Xbyak::Address& at, bool masked) {
+  if (!masked)
+    g.vmovups(to, at);
+  else if (isa.opmask)
+    g.vmovups(to | lanes.opmask | Xbyak::util::T_z, at);
+  else
+    g.vmaskmovps(to, lanes.vector, at);
+}
+inline void emit_vector_store(Xbyak::CodeGenerator& g, const IsaTraits& isa, const LaneMask& lanes,
+                              const Xbyak::Address& at, Xbyak::Xmm from, bool masked) {
+  if (!masked)
+    g.vmovups(at, from);
+  else if (isa.opmask)
+    g.vmovups(at | lanes.opmask, from);
+  else
+    g.vmaskmovps(at, lanes.vector, from);
+}
+
 // The code buffer of a kernel: the frame (prologue, loops, epilogue) plus an upper bound per
 // unrolled tap block.
 inline constexpr size_t kFrameCodeBytes = 4096;

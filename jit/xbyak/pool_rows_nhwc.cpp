@@ -206,20 +206,10 @@ class Generator : public CodeGenerator {
 
   // Vector v of the block at `at`, the last vector's lanes only when masked (the rest zero).
   void emit_load(Xmm to, const Address& at, bool masked) {
-    if (!masked)
-      vmovups(to, at);
-    else if (plan_.isa.opmask)
-      vmovups(to | k_lanes | T_z, at);
-    else
-      vmaskmovps(to, lane_mask(), at);
+    emit_vector_load(*this, plan_.isa, {k_lanes, lane_mask()}, to, at, masked);
   }
   void emit_store(const Address& at, Xmm from, bool masked) {
-    if (!masked)
-      vmovups(at, from);
-    else if (plan_.isa.opmask)
-      vmovups(at | k_lanes, from);
-    else
-      vmaskmovps(at, lane_mask(), from);
+    emit_vector_store(*this, plan_.isa, {k_lanes, lane_mask()}, at, from, masked);
   }
 
   void emit_start(int vectors) {

@@ -1,8 +1,9 @@
-// The Xbyak backend: AVX2/FMA and AVX-512 forward tiles from one generator per layout, and NHWC
-// max and mean pooling rows, emitted in
+// The Xbyak backend: AVX2/FMA and AVX-512 forward tiles from one generator per layout, NHWC
+// max and mean pooling rows and NHWC backward-filter rows, emitted in
 // microseconds. Code memory is mapped read+write while it is emitted, then read+execute (never
 // both), one mapping per kernel.
 #include "backend.hpp"
+#include "conv_bwd_filter_nhwc.hpp"
 #include "conv_fwd_nchw.hpp"
 #include "conv_fwd_nhwc.hpp"
 #include "emit.hpp"
@@ -60,21 +61,34 @@ class XbyakBackend : public Backend {
 
   bool compiles(int32_t op) const override {
     return op == CONVJIT_OP_CONV_FORWARD || op == CONVJIT_OP_MAXPOOL_FORWARD || op == CONVJIT_OP_MEANPOOL_FORWARD ||
-           op == CONVJIT_OP_MAXPOOL_BACKWARD || op == CONVJIT_OP_MEANPOOL_BACKWARD;
+           op == CONVJIT_OP_MAXPOOL_BACKWARD || op == CONVJIT_OP_MEANPOOL_BACKWARD ||
+           op == CONVJIT_OP_CONV_BACKWARD_FILTER;
   }
 
-  // Pooling rows: the widest ISA the host and the cap allow.
-  Isa pool_isa_for(const convjit_pool_problem&, Isa cap) const override {
+  // Pooling and backward-filter rows: the widest ISA the host and the cap allow.
+  Isa rows_isa_for(Isa cap) const override {
     return cap >= Isa::Avx512 && host_has(Isa::Avx512) ? Isa::Avx512 : Isa::Avx2Fma;
   }
 
-  std::string pool_decline_reason(const SpecKey& key) const override { return xbyak::plan_pool_nhwc(key).unsupported; }
+  // Backward-filter rows vectorize the input channels: with fewer than half a vector of them they
+  // lose to tier 0's panels of (tap, channel) pairs (bench/RESULTS.md, "Session 10").
+  std::string rows_decline_reason(const SpecKey& key) const override {
+    if (key.op != CONVJIT_OP_CONV_BACKWARD_FILTER) return xbyak::plan_pool_nhwc(key).unsupported;
+    const xbyak::FilterPlan plan = xbyak::plan_filter_nhwc(key);
+    if (!plan.unsupported.empty()) return plan.unsupported;
+    if (2 * key.ic_per_group < plan.isa.lanes) {
+      return "conv_bwd_filter with " + std::to_string(key.ic_per_group) + " input channels per group, under half of " +
+             std::to_string(plan.isa.lanes) + " lanes: tier 0 packs (tap, channel) pairs into whole vectors";
+    }
+    return {};
+  }
 
   bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) override {
     if (!host_has(key.isa)) {
       *error = std::string("host lacks ") + isa_name(key.isa);
       return false;
     }
+    if (key.op == CONVJIT_OP_CONV_BACKWARD_FILTER) return xbyak::generate_conv_bwd_filter_nhwc(key, out, error);
     if (key.op != CONVJIT_OP_CONV_FORWARD) return xbyak::generate_pool_nhwc(key, out, error);
     return key.layout == CONVJIT_NCHW ? xbyak::generate_conv_fwd_nchw(key, out, error)
                                       : xbyak::generate_conv_fwd_nhwc(key, out, error);
@@ -82,6 +96,9 @@ class XbyakBackend : public Backend {
 
   // The plan sizes the code buffer, which Xbyak maps whole.
   size_t mapped_bytes_before_compile(const SpecKey& key) const override {
+    if (key.op == CONVJIT_OP_CONV_BACKWARD_FILTER) {
+      return xbyak::mapped_bytes_of_buffer(xbyak::plan_filter_nhwc(key).code_bytes);
+    }
     if (key.op != CONVJIT_OP_CONV_FORWARD) return xbyak::mapped_bytes_of_buffer(xbyak::plan_pool_nhwc(key).code_bytes);
     return xbyak::mapped_bytes_of_buffer(key.layout == CONVJIT_NCHW ? xbyak::plan_nchw(key).code_bytes
                                                                     : xbyak::plan_nhwc(key).code_bytes);

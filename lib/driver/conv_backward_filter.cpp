@@ -1,7 +1,8 @@
 // dw = dy X^T: for every output row, the register tile adds dy[oc][ow] * X(k, ow) over the row's
 // pixels into dw[oc][k]. A task owns a block of dw (group, output channels, k panels) and visits
 // every image and output row in order, so each dw element is one FMA chain whose order does not
-// depend on the thread count.
+// depend on the thread count. A compiled kernel (jit/abi/filter_rows_abi.h) keeps that chain and
+// reads x in place: the driver gives it runs of rows with the same real taps.
 #include <algorithm>
 
 #include "conv_backward_filter_direct.hpp"
@@ -18,7 +19,93 @@ namespace {
 
 constexpr int64_t kMaxPanelsPerTask = 4;
 
+// a * b where a step of `a` (a stride or dilation) can separate two real inputs along a dim of
+// `in`, else 0: no call then takes that step, and the product may not fit.
+int64_t step_between_real(int64_t a, int64_t in, int64_t b) {
+  return a < in ? a * b : 0;
+}
+
+// The real taps along dim d of output coordinate o: [*begin, *end), empty when begin == end.
+void real_taps(const ConvGeometry& g, int d, int64_t o, int64_t* begin, int64_t* end) {
+  const int64_t base = o * g.stride[d] - g.pad_begin[d], in = g.in[d], dilation = g.dilation[d];
+  const int64_t first = base >= 0 ? 0 : -base / dilation + (-base % dilation != 0);
+  const int64_t last = base > in - 1 ? -1 : (in - 1 - base) / dilation;  // the last tap inside, if any
+  *begin = std::min(first, g.kernel[d]);
+  *end = std::max(*begin, std::min(last + 1, g.kernel[d]));
+}
+
+// Per tap along W: the outputs whose tap is real, and where the first one's input and output lie.
+void real_columns(const ConvGeometry& g, convjit_filter_column* columns) {
+  const int64_t in = g.in[2], out = g.out[2], stride = g.stride[2];
+  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+    const int64_t shift = kw * g.dilation[2] - g.pad_begin[2];  // output 0's input of the tap
+    const int64_t first = shift >= 0 ? 0 : -shift / stride + (-shift % stride != 0);
+    const int64_t end = std::max(first, std::min(out, shift > in - 1 ? 0 : (in - 1 - shift) / stride + 1));
+    const int64_t count = end - first;
+    columns[kw] = {count, count > 0 ? (first * stride + shift) * g.x.spatial[2] : 0,
+                   count > 0 ? first * g.y.spatial[2] : 0};
+  }
+}
+
+// At most this many output pixels per compiled call: the rows' inputs and gradients stay in the
+// caches while every block of the call's channels reads them.
+constexpr int64_t kFilterPixelsPerCall = 128;
+
 }  // namespace
+
+void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw,
+                                   const convjit_filter_kernel& kernel) {
+  convjit_filter_problem problem{};
+  problem.x_tap_step[0] = step_between_real(g.dilation[0], g.in[0], g.x.spatial[0]);
+  problem.x_tap_step[1] = step_between_real(g.dilation[1], g.in[1], g.x.spatial[1]);
+  problem.x_row_step = step_between_real(g.stride[1], g.in[1], g.x.spatial[1]);
+  problem.x_output_step = step_between_real(g.stride[2], g.in[2], g.x.spatial[2]);
+  problem.dy_row_step = g.y.spatial[1];
+  problem.dy_output_step = g.y.spatial[2];
+  convjit_filter_column columns[CONVJIT_FILTER_MAX_COLUMNS];
+  real_columns(g, columns);
+  const int64_t rows_per_call = std::max<int64_t>(1, kFilterPixelsPerCall / g.out[2]);
+
+  // Tasks: (group, a range of whole register blocks of output channels), enough to keep every
+  // thread busy; each reads the group's whole x, in image and row order.
+  const int64_t oc_blocks = (g.oc_per_group + kernel.oc_block - 1) / kernel.oc_block;
+  const int64_t wanted_chunks = std::clamp<int64_t>((tasks_wanted(threads) + g.groups - 1) / g.groups, 1, oc_blocks);
+  const int64_t chunk_blocks = (oc_blocks + wanted_chunks - 1) / wanted_chunks;
+  const int64_t oc_chunks = (oc_blocks + chunk_blocks - 1) / chunk_blocks;
+  parallel_for(threads, g.groups * oc_chunks, g.flops(), [&](int64_t task) {
+    const int64_t group = task / oc_chunks, oc0 = task % oc_chunks * chunk_blocks * kernel.oc_block;
+    const int64_t oc1 = std::min(g.oc_per_group, oc0 + chunk_blocks * kernel.oc_block);
+    float* dw_range = dw + (group * g.oc_per_group + oc0) * g.reduction;
+    std::fill(dw_range, dw_range + (oc1 - oc0) * g.reduction, 0.0f);
+    convjit_filter_rows call{};
+    call.dw = dw_range;
+    call.columns = columns;
+    call.out_channels = oc1 - oc0;
+    for (int64_t n = 0; n < g.batch; ++n) {
+      call.x = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        real_taps(g, 0, od, &call.tap_begin[0], &call.tap_end[0]);
+        if (call.tap_begin[0] == call.tap_end[0]) continue;
+        const int64_t input_plane = od * g.stride[0] - g.pad_begin[0] + call.tap_begin[0] * g.dilation[0];
+        for (int64_t oh = 0; oh < g.out[1]; oh += call.rows) {
+          real_taps(g, 1, oh, &call.tap_begin[1], &call.tap_end[1]);
+          // The rows after oh with the same real taps along H, up to rows_per_call.
+          call.rows = 1;
+          for (int64_t begin, end; call.rows < rows_per_call && oh + call.rows < g.out[1]; ++call.rows) {
+            real_taps(g, 1, oh + call.rows, &begin, &end);
+            if (begin != call.tap_begin[1] || end != call.tap_end[1]) break;
+          }
+          if (call.tap_begin[1] == call.tap_end[1]) continue;
+          const int64_t input_row = oh * g.stride[1] - g.pad_begin[1] + call.tap_begin[1] * g.dilation[1];
+          call.x_origin = input_plane * g.x.spatial[0] + input_row * g.x.spatial[1];
+          call.dy = dy + n * g.y.batch + (group * g.oc_per_group + oc0) * g.y.channel + od * g.y.spatial[0] +
+                    oh * g.y.spatial[1];
+          kernel.compute(&problem, &call);
+        }
+      }
+    }
+  });
+}
 
 bool backward_filter_runs_channels_in_lanes(const ConvGeometry& g) {
 #if defined(__x86_64__)

@@ -1,8 +1,9 @@
-// The drivers of the ops that run on tier 0 only: validated problems in (lib/problem/geometry.hpp
+// The drivers of the ops other than forward convolution: validated problems in (lib/problem/geometry.hpp
 // validates), the thread count from the runtime that dispatches them (lib/runtime/dispatch.cpp).
 // Forward convolution's driver is conv_forward.hpp.
 #pragma once
 
+#include "filter_rows_abi.h"
 #include "geometry.hpp"
 #include "pool_row_abi.h"
 
@@ -24,6 +25,10 @@ void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x
 bool backward_filter_runs_direct(const ConvGeometry& g);
 // Whether it runs on a vector kernel with the channels in the lanes (NHWC depthwise).
 bool backward_filter_runs_channels_in_lanes(const ConvGeometry& g);
+// NHWC backward filter on a compiled kernel of g's key (jit/abi/filter_rows_abi.h): tier 0's
+// chains, so the same bits.
+void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw,
+                                   const convjit_filter_kernel& kernel);
 
 // compiled: a compiled max or mean pooling row kernel (jit/abi/pool_row_abi.h) of the op and
 // direction for the outputs whose windows are wholly real, or null.

@@ -82,9 +82,7 @@ void Runtime::Impl::compile(const CompileRequest& request) {
     if (ok) {
       kernel = cache_.insert(std::move(fresh));
       if (policy.perf_map) {
-        const void* entry = kernel->pool_row ? reinterpret_cast<const void*>(kernel->pool_row)
-                                             : reinterpret_cast<const void*>(kernel->kernel.compute);
-        detail::append_to_perf_map(entry, kernel->code_bytes,
+        detail::append_to_perf_map(kernel->entry(), kernel->code_bytes,
                                    "convjit::" + kernel->name + " [" + backend_->name() + "]");
       }
     }

@@ -4,10 +4,10 @@
 // configuration hot requests its compile (once: the slot's state moves Cold -> Queued by
 // compare-and-swap) or declines it, saying why. Backward data runs as forwards where it can
 // (stride 1; strided pointwise; the phases of other strides). Ops that no backend compiles yet
-// (backward filter, the rest of backward data, Lp pooling) are counted, timed and declined the
+// (the rest of backward data, Lp pooling) are counted, timed and declined the
 // same way, and run on tier 0.
 // Max and mean pooling, forward and backward, take compiled rows where the backend compiles them
-// (Xbyak).
+// (Xbyak), and so does NHWC backward filter on its register tile.
 #include <chrono>
 #include <cstdio>
 
@@ -201,14 +201,15 @@ const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint
 }
 
 template <typename Run>
-void Runtime::Impl::run_on_tier0(const Configuration& c, Run&& run) {
+void Runtime::Impl::run_on_tier0(const Configuration& c, Run&& run, const std::string& why) {
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
   if (backend_ && calls >= policy.hot_threshold && slot.state.load(std::memory_order_relaxed) == int(SlotState::Cold)) {
     decline(slot, id,
-            std::string("the ") + backend_->name() + " backend compiles no " + detail::op_name(c.op) +
-                " kernels for it (yet): tier 0 runs it");
+            !why.empty() ? why
+                         : std::string("the ") + backend_->name() + " backend compiles no " + detail::op_name(c.op) +
+                               " kernels for it (yet): tier 0 runs it");
   }
   const int threads = this->threads();
   run_sampled(slot, calls, false, [&] { run(threads); });
@@ -257,15 +258,44 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
                                                    float* dw) {
   detail::ConvGeometry g;
   CONVJIT_RETURN_IF_ERROR(detail::validate_conv_backward_filter(params, x, dy, dw, &g));
+  const Configuration c = detail::conv_configuration(CONVJIT_OP_CONV_BACKWARD_FILTER, *params);
   const bool as_nchw = detail::nhwc_backward_filter_runs_as_nchw(g, *params);
-  run_on_tier0(detail::conv_configuration(CONVJIT_OP_CONV_BACKWARD_FILTER, *params), [&](int threads) {
+  auto run_tier0 = [&](int threads) {
     if (as_nchw) {
       detail::backward_filter_as_nchw(g, *params, threads, x, dy, dw);
     } else {
       detail::run_conv_backward_filter(g, threads, x, dy, dw);
     }
-  });
+  };
+  // Where tier 0 sums in another order (its own kernels), compiled rows would change the bits.
+  if (std::string why = detail::filter_rows_differ_because(g, *params);
+      !backend_ || !backend_->compiles(CONVJIT_OP_CONV_BACKWARD_FILTER) || !why.empty()) {
+    run_on_tier0(c, run_tier0, why);
+    return detail::Status::success();
+  }
+  run_counted(
+      c, [&] { return filter_spec_key(g, params->rank); },
+      [&](const jit::SpecKey& key) { return backend_->rows_decline_reason(key); },
+      [&](int threads, const jit::CompiledKernel* kernel) {
+        if (kernel) {
+          detail::run_conv_backward_filter_rows(g, threads, x, dy, dw, kernel->filter);
+        } else {
+          run_tier0(threads);
+        }
+      });
   return detail::Status::success();
+}
+
+template <typename KeyOf, typename DeclinedBecause, typename Run>
+void Runtime::Impl::run_counted(const Configuration& c, KeyOf&& key_of_call, DeclinedBecause&& declined_because,
+                                Run&& run) {
+  uint64_t id;
+  int64_t calls;
+  ConfigSlot& slot = count_call(c, &id, &calls);
+  const int threads = this->threads();
+  std::optional<detail::GracePeriods::Reader> reading;
+  const jit::CompiledKernel* kernel = compiled(slot, id, calls, key_of_call, declined_because, &reading);
+  run_sampled(slot, calls, kernel != nullptr, [&] { run(threads, kernel); });
 }
 
 template <typename Run>
@@ -277,15 +307,10 @@ void Runtime::Impl::run_pool(const Configuration& c, detail::PoolOp op, int32_t 
   // What the compiled rows see: the NHWC problem (the twin of an NCHW one).
   detail::PoolGeometry runs;
   detail::pool_rows_geometry(c, &runs);  // valid: the caller's problem is
-  uint64_t id;
-  int64_t calls;
-  ConfigSlot& slot = count_call(c, &id, &calls);
-  const int threads = this->threads();
-  std::optional<detail::GracePeriods::Reader> reading;
-  const jit::CompiledKernel* kernel = compiled(
-      slot, id, calls, [&] { return pool_spec_key(runs, code, rank); },
-      [&](const jit::SpecKey& key) { return detail::pool_jit_declined_because(runs, op, *backend_, key); }, &reading);
-  run_sampled(slot, calls, kernel != nullptr, [&] { run(threads, kernel ? kernel->pool_row : nullptr); });
+  run_counted(
+      c, [&] { return pool_spec_key(runs, code, rank); },
+      [&](const jit::SpecKey& key) { return detail::pool_jit_declined_because(runs, op, *backend_, key); },
+      [&](int threads, const jit::CompiledKernel* kernel) { run(threads, kernel ? kernel->pool_row : nullptr); });
 }
 
 detail::Status Runtime::Impl::pool_forward(detail::PoolOp op, const convjit_pool_params* params, float p,

@@ -41,7 +41,11 @@ jit::SpecKey Runtime::Impl::spec_key(const detail::ConvGeometry& g, int32_t rank
 
 jit::SpecKey Runtime::Impl::pool_spec_key(const detail::PoolGeometry& runs, int32_t op, int32_t rank) const {
   const convjit_pool_problem problem = detail::compiled_pool_problem(runs);
-  return jit::make_pool_spec_key(problem, op, rank, backend_->pool_isa_for(problem, isa_cap_));
+  return jit::make_pool_spec_key(problem, op, rank, backend_->rows_isa_for(isa_cap_));
+}
+
+jit::SpecKey Runtime::Impl::filter_spec_key(const detail::ConvGeometry& g, int32_t rank) const {
+  return jit::make_filter_spec_key(g, rank, backend_->rows_isa_for(isa_cap_));
 }
 
 void Runtime::Impl::start_warm() {
@@ -60,6 +64,10 @@ void Runtime::Impl::start_warm() {
       detail::PoolOp op;
       detail::pool_rows_op(c.op, &op);
       declined = detail::pool_jit_declined_because(runs, op, *backend_, key);
+    } else if (c.op == CONVJIT_OP_CONV_BACKWARD_FILTER && backend_->compiles(c.op) &&
+               detail::make_conv_geometry(c.conv, &g).ok() && detail::filter_rows_differ_because(g, c.conv).empty()) {
+      key = filter_spec_key(g, c.conv.rank);
+      declined = backend_->rows_decline_reason(key);
     } else {
       continue;
     }

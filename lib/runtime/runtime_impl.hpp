@@ -90,9 +90,14 @@ struct Runtime::Impl {
   // alone where the backend compiles none for the op).
   template <typename Run>
   void run_pool(const detail::Configuration& c, detail::PoolOp op, int32_t code, int32_t rank, Run&& run);
-  // An op no backend compiles: counted, declined when hot (saying so), run by run(threads) on tier 0.
+  // Counts a call of c and runs run(threads, its compiled kernel or null): the kernel of
+  // key_of_call() once c is hot and declined_because(key) is empty (the policy permitting).
+  template <typename KeyOf, typename DeclinedBecause, typename Run>
+  void run_counted(const detail::Configuration& c, KeyOf&& key_of_call, DeclinedBecause&& declined_because, Run&& run);
+  // A configuration no backend compiles: counted, declined when hot (saying why, else that no
+  // backend compiles its op), run by run(threads) on tier 0.
   template <typename Run>
-  void run_on_tier0(const detail::Configuration& c, Run&& run);
+  void run_on_tier0(const detail::Configuration& c, Run&& run, const std::string& why = {});
   void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key, bool warm = false);
   void start_warm();
   void wait_for_slot(detail::ConfigSlot& slot);  // until its queued compile has finished
@@ -111,6 +116,8 @@ struct Runtime::Impl {
   jit::SpecKey spec_key(const detail::ConvGeometry& g, int32_t rank, bool relu) const;
   // The key of the compiled pooling rows (op: max or mean forward) that run `runs` (NHWC).
   jit::SpecKey pool_spec_key(const detail::PoolGeometry& runs, int32_t op, int32_t rank) const;
+  // The key of g's compiled backward-filter rows.
+  jit::SpecKey filter_spec_key(const detail::ConvGeometry& g, int32_t rank) const;
 
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<jit::Backend> backend_;  // null: generic tier only

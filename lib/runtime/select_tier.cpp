@@ -1,6 +1,7 @@
 #include "select_tier.hpp"
 
 #include "backward_as_forward.hpp"
+#include "describe.hpp"
 #include "nhwc_as_nchw.hpp"
 #include "ops_internal.hpp"
 
@@ -50,7 +51,17 @@ std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const ji
                                       const jit::SpecKey& key) {
   if (g.layout != Layout::NHWC) return "NCHW without an NHWC twin (too large to copy, or no vector kernel)";
   if (!pool_runs_compiled_rows(g, op)) return "no output's window lies wholly inside the input";
-  return backend.pool_decline_reason(key);
+  return backend.rows_decline_reason(key);
+}
+
+std::string filter_rows_differ_because(const ConvGeometry& g, const convjit_conv_params& params) {
+  const std::string op = op_name(CONVJIT_OP_CONV_BACKWARD_FILTER);
+  if (g.layout != CONVJIT_NHWC) return "NCHW " + op + ": the compiled rows are NHWC (input channels in the lanes)";
+  if (backward_filter_runs_channels_in_lanes(g)) return "depthwise " + op + ": tier 0's channels-in-lanes kernel";
+  if (nhwc_backward_filter_runs_as_nchw(g, params)) {
+    return op + " with few channels per group: tier 0's direct kernel on its NCHW twin";
+  }
+  return {};
 }
 
 std::string jit_declined_because(const ConvGeometry& g, const jit::Backend& backend, const jit::SpecKey& key) {

@@ -41,6 +41,12 @@ bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs);
 std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const jit::Backend& backend,
                                       const jit::SpecKey& key);
 
+// Why compiled backward-filter rows would not give g tier 0's bits, or empty: they keep the chain
+// of tier 0's register tile, NHWC; depthwise and few channels run tier 0's own kernels (the
+// channels-in-lanes kernel, the direct kernel on the NCHW twin), NCHW has no compiled rows. Such
+// a configuration stays on tier 0 whatever the policy.
+std::string filter_rows_differ_because(const ConvGeometry& g, const convjit_conv_params& params);
+
 // Why a configuration of g should not be compiled for `key` (the reason its stats show as
 // "declined"), or empty: tier 0's kernel for g beats every compiled one, or the backend expects
 // to lose (jit::Backend::decline_reason).

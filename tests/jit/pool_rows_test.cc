@@ -16,8 +16,10 @@
 #include "ops_internal.hpp"
 #include "reference/reference.hpp"
 #include "support/compare.hpp"
+#include "support/guarded_output.hpp"
 #include "support/random.hpp"
 #include "support/random_shapes.hpp"
+#include "xbyak_isa_fixture.hpp"
 
 namespace convjit::testing {
 namespace {
@@ -39,33 +41,7 @@ std::vector<float> awkward(Rng& rng, int64_t n, bool nan_heavy) {
   return v;
 }
 
-// Skips where Xbyak or the parameter's ISA is missing here, saying which.
-class PoolRows : public ::testing::TestWithParam<jit::Isa> {
- protected:
-  void SetUp() override {
-    if (!backend->unavailable_reason().empty()) GTEST_SKIP() << "xbyak: " << backend->unavailable_reason();
-    if (!jit::host_has(GetParam())) {
-      GTEST_SKIP() << "this host lacks " << jit::isa_name(GetParam()) << ": its kernels cannot run here";
-    }
-  }
-  std::unique_ptr<jit::Backend> backend = jit::make_xbyak_backend();
-};
-
-constexpr float kGuard = 7777.0f;  // 32 floats each side of the output
-
-// An output buffer of n NaNs between two guard zones.
-std::vector<float> guarded(int64_t n) {
-  std::vector<float> b(size_t(n + 64), kGuard);
-  const std::vector<float> sentinel = nan_buffer(n);
-  std::copy(sentinel.begin(), sentinel.end(), b.begin() + 32);
-  return b;
-}
-::testing::AssertionResult guards_intact(const std::vector<float>& b) {
-  for (size_t k = 0; k < 32; ++k) {
-    if (b[k] != kGuard || b[b.size() - 1 - k] != kGuard) return ::testing::AssertionFailure() << "guard " << k;
-  }
-  return ::testing::AssertionSuccess();
-}
+using PoolRows = XbyakIsaTest;
 
 // Problem i of a sweep: channel counts around the vector and block sizes, room for interior
 // outputs; tiling: stride = window, dilation 1.
@@ -90,7 +66,7 @@ bool compile_rows(jit::Backend& backend, const detail::PoolGeometry& g, int32_t 
   const jit::SpecKey key = jit::make_pool_spec_key(detail::compiled_pool_problem(g), code, rank, isa);
   std::string error;
   if (!backend.compile(key, kernel, &error)) {
-    EXPECT_FALSE(backend.pool_decline_reason(key).empty()) << "a failed compile the plan did not foresee: " << error;
+    EXPECT_FALSE(backend.rows_decline_reason(key).empty()) << "a failed compile the plan did not foresee: " << error;
     return false;
   }
   EXPECT_NE(kernel->pool_row, nullptr);
@@ -117,11 +93,10 @@ TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
       const int64_t outputs = ref::pool_output_elements(d);
       std::vector<float> want = nan_buffer(outputs);
       detail::run_pool_forward(op, g, 1, 0.0f, x.data(), want.data());
-      std::vector<float> got = guarded(outputs);
-      detail::run_pool_forward(op, g, 1 + i % 2, 0.0f, x.data(), got.data() + 32, kernel.pool_row);
-      const std::vector<float> y(got.begin() + 32, got.end() - 32);
-      EXPECT_TRUE(bitwise_equal("y", y, want, pool_output_shape(d), context));
-      EXPECT_TRUE(guards_intact(got));
+      GuardedOutput got(outputs);
+      detail::run_pool_forward(op, g, 1 + i % 2, 0.0f, x.data(), got.data(), kernel.pool_row);
+      EXPECT_TRUE(bitwise_equal("y", got.values(), want, pool_output_shape(d), context));
+      EXPECT_TRUE(got.guards_intact("y", context));
       compiled_rows += detail::pool_runs_compiled_rows(g, op);
     }
   }
@@ -154,20 +129,17 @@ TEST_P(PoolRows, BackwardGivesTierZerosBitsAndWritesOnlyDx) {
       detail::run_pool_forward(op, g, 1, 0.0f, x.data(), y.data());
       std::vector<float> want = nan_buffer(inputs);
       detail::run_pool_backward(op, g, 1, 0.0f, x.data(), y.data(), dy.data(), want.data());
-      std::vector<float> got = guarded(inputs);
-      detail::run_pool_backward(op, g, 1 + i % 2, 0.0f, x.data(), y.data(), dy.data(), got.data() + 32,
-                                kernel.pool_row);
-      const std::vector<float> dx(got.begin() + 32, got.end() - 32);
-      EXPECT_TRUE(bitwise_equal("dx", dx, want, pool_input_shape(d), context));
-      EXPECT_TRUE(guards_intact(got));
+      GuardedOutput got(inputs);
+      detail::run_pool_backward(op, g, 1 + i % 2, 0.0f, x.data(), y.data(), dy.data(), got.data(), kernel.pool_row);
+      EXPECT_TRUE(bitwise_equal("dx", got.values(), want, pool_input_shape(d), context));
+      EXPECT_TRUE(got.guards_intact("dx", context));
       compiled_rows += detail::pool_runs_compiled_rows(g, op);
     }
   }
   EXPECT_GE(compiled_rows, 60) << "too few problems gave outputs to the compiled rows";
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, PoolRows, ::testing::Values(jit::Isa::Avx2Fma, jit::Isa::Avx512),
-                         [](const ::testing::TestParamInfo<jit::Isa>& info) { return jit::isa_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(Isas, PoolRows, ::testing::ValuesIn(kXbyakIsas), isa_test_name);
 
 #endif
 

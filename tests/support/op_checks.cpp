@@ -11,6 +11,7 @@
 #include "convjit/ops.hpp"
 #include "reference/reference.hpp"
 #include "support/compare.hpp"
+#include "support/guarded_output.hpp"
 #include "support/random.hpp"
 
 namespace convjit::testing {
@@ -65,33 +66,6 @@ std::vector<float> lp_input(Rng& rng, int64_t n) {
   for (float& v : x) v = float(rng.uniform(0.05, 1.0) * (rng.chance(0.5) ? 1.0 : -1.0));
   return x;
 }
-
-// An output buffer of n elements pre-filled with NaN, between two guard zones of a sentinel
-// value that the call must not write (catches tile kernels storing past either end).
-class GuardedOutput {
- public:
-  explicit GuardedOutput(int64_t n) : n_(n), storage_(static_cast<size_t>(n + 2 * kGuard), kSentinel) {
-    std::fill_n(data(), n, std::numeric_limits<float>::quiet_NaN());
-  }
-  float* data() { return storage_.data() + kGuard; }
-  ::testing::AssertionResult guards_intact(const char* name, const std::string& context) const {
-    for (int64_t i = 0; i < kGuard; ++i) {
-      const bool before = std::memcmp(&storage_[size_t(i)], &kSentinel, sizeof(float)) == 0;
-      const bool after = std::memcmp(&storage_[size_t(kGuard + n_ + i)], &kSentinel, sizeof(float)) == 0;
-      if (!before || !after) {
-        return ::testing::AssertionFailure() << name << " written out of bounds: element "
-                                             << (before ? n_ + i : -kGuard + i) << " of " << n_ << "\n  " << context;
-      }
-    }
-    return ::testing::AssertionSuccess();
-  }
-
- private:
-  static constexpr int64_t kGuard = 64;
-  static constexpr float kSentinel = -31337.25f;
-  int64_t n_;
-  std::vector<float> storage_;
-};
 
 // The inputs' absolute values: the oracle on them gives each output's sum of |term|, the scale of
 // its rounding (all_close with a magnitude).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "conv_bwd_filter_nhwc.hpp"
 #include "conv_fwd_nchw.hpp"
 #include "conv_fwd_nhwc.hpp"
 #include "emit.hpp"
@@ -146,6 +147,53 @@ TEST(XbyakPlans, PoolPlansFitTheIsasRegisters) {
     for (int d = 0; d < 3; ++d) p.window[d] = p.stride[d] = p.dilation[d] = 1;
     EXPECT_EQ(jit::xbyak::plan_pool_nhwc(jit::make_pool_spec_key(p, CONVJIT_OP_LPNORMPOOL_FORWARD, 2, isa)).unsupported,
               "not max or mean pooling");
+  }
+}
+
+// Backward-filter rows: blocks within the ISA's registers, as many output channels as fit beside
+// the input vectors (up to 12, at most the group's), full input-channel blocks and a tail that
+// together cover the group's channels, and a code buffer growing with the blocks it must emit;
+// NCHW keys, W kernels beyond the driver's columns and other ops refused with the reason.
+TEST(XbyakPlans, FilterPlansFitTheIsasRegistersAndCoverTheChannels) {
+  for (jit::Isa isa : kIsas) {
+    for (int64_t ic : {1, 3, 7, 8, 9, 16, 17, 33, 48, 64, 65, 100, 300}) {
+      for (int64_t oc : {1, 2, 5, 6, 12, 13, 64, 100}) {
+        detail::ConvGeometry g;
+        ASSERT_TRUE(
+            detail::make_conv_geometry(conv(2, Layout::NHWC, 1, ic, oc, 1, {8, 8, 1}, {3, 3, 1}).to_c(), &g).ok());
+        const jit::xbyak::FilterPlan plan = jit::xbyak::plan_filter_nhwc(jit::make_filter_spec_key(g, 2, isa));
+        SCOPED_TRACE(std::string(jit::isa_name(isa)) + " ic " + std::to_string(ic) + " oc " + std::to_string(oc));
+        ASSERT_EQ(plan.unsupported, "");
+        const int lanes = plan.isa.lanes;
+        EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
+        EXPECT_EQ(plan.ic_vectors, std::min<int64_t>(isa == jit::Isa::Avx512 ? 4 : 2, (ic + lanes - 1) / lanes));
+        // Another output channel would not fit beside the accumulators, or the block is full.
+        const bool more_fit = plan.vector_registers_used + plan.ic_vectors <= plan.isa.vector_registers;
+        EXPECT_TRUE(plan.oc_block == 12 || plan.oc_block == oc || !more_fit) << plan.oc_block;
+        EXPECT_EQ(plan.oc_tail, oc % plan.oc_block);
+        const int64_t covered =
+            plan.ic_full_blocks * plan.ic_vectors * lanes +
+            (plan.ic_tail_vectors > 0 ? (plan.ic_tail_vectors - 1) * lanes + plan.ic_tail_lanes : 0);
+        EXPECT_EQ(covered, ic);
+        EXPECT_GE(plan.ic_tail_lanes, plan.ic_tail_vectors > 0 ? 1 : 0);
+        EXPECT_LE(plan.ic_tail_lanes, lanes);
+        EXPECT_LE(plan.ic_tail_vectors, plan.ic_vectors);
+        if (plan.ic_tail_vectors == plan.ic_vectors) {
+          EXPECT_LT(plan.ic_tail_lanes, lanes) << "a full block as tail";
+        }
+        const int blocks =
+            (plan.oc_tail > 0 ? 2 : 1) * ((plan.ic_full_blocks > 0 ? 1 : 0) + (plan.ic_tail_vectors > 0 ? 1 : 0));
+        EXPECT_GT(plan.code_bytes, jit::xbyak::kFrameCodeBytes + size_t(blocks - 1) * 12 * 40);
+      }
+    }
+    detail::ConvGeometry g;
+    ASSERT_TRUE(detail::make_conv_geometry(conv(2, Layout::NCHW, 1, 8, 8, 1, {8, 8, 1}, {3, 3, 1}).to_c(), &g).ok());
+    EXPECT_EQ(jit::xbyak::plan_filter_nhwc(jit::make_filter_spec_key(g, 2, isa)).unsupported, "not NHWC");
+    ASSERT_TRUE(detail::make_conv_geometry(conv(1, Layout::NHWC, 1, 8, 8, 1, {80, 1, 1}, {65, 1, 1}).to_c(), &g).ok());
+    EXPECT_EQ(jit::xbyak::plan_filter_nhwc(jit::make_filter_spec_key(g, 1, isa)).unsupported,
+              "more than 64 taps along W");
+    jit::SpecKey forward = jit::make_spec_key(g, 1, false, isa, false);
+    EXPECT_EQ(jit::xbyak::plan_filter_nhwc(forward).unsupported, "not backward filter");
   }
 }
 

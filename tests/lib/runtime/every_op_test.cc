@@ -1,6 +1,7 @@
 // Every op goes through the runtime (lib/runtime/dispatch.cpp): each is counted as a configuration
 // of its own op, timed, moved out of "cold" at the hot threshold (backward data with stride 1 to
-// the JIT tier as a forward convolution, the ops no backend compiles to "declined", saying why),
+// the JIT tier as a forward convolution, NHWC backward filter and max and mean pooling to their
+// compiled rows, the ops and layouts no backend compiles to "declined", saying why),
 // runs with the runtime's own thread count, and gives the oracle's result with the same bits on
 // every tier and thread count. Bad input is refused before the op is counted.
 #include <gtest/gtest.h>
@@ -108,7 +109,7 @@ std::vector<OpCall> tier0_calls() {
   for (int32_t rank = 1; rank <= 3; ++rank) {
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
       ConvDims d = random_conv(rng, rank, layout, rank == 2 ? Mode::Convolution : Mode::CrossCorrelation);
-      calls.push_back(conv_call(Op::ConvBackwardFilter, d, rng.next()));
+      if (layout == Layout::NCHW) calls.push_back(conv_call(Op::ConvBackwardFilter, d, rng.next()));  // NHWC compiles
       d.stride[0] = 2;  // not run as a forward: strided and dilated along one dim
       d.dilation[0] = 2;
       calls.push_back(conv_call(Op::ConvBackwardData, d, rng.next()));
@@ -290,10 +291,10 @@ TEST(EveryOp, StridedBackwardDataPhasesShareOneKernel) {
       "conv2d_fwd_f32_k3x3_s1");
 }
 
-// The warm start compiles what backward data runs as, and the Xbyak backend's pooling rows: a
-// restarted runtime runs stride-1, strided pointwise and phased (strided) backward data, and max
-// pooling, on compiled kernels from their first call.
-TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
+// The warm start compiles what backward data runs as, and the Xbyak backend's pooling and
+// backward-filter rows: a restarted runtime runs stride-1, strided pointwise and phased (strided)
+// backward data, max pooling and NHWC backward filter on compiled kernels from their first call.
+TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAsAndTheRows) {
   char dir_template[] = "/tmp/convjit-every-op-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
@@ -314,6 +315,8 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
   pool.pad_begin = pool.pad_end = {1, 1, 0};
   const OpCall maxpool = pool_call(Op::MaxPoolForward, pool, 4);
   const OpCall maxpool_backward = pool_call(Op::MaxPoolBackward, pool, 5);
+  const OpCall filter =
+      conv_call(Op::ConvBackwardFilter, conv(2, Layout::NHWC, 1, 16, 24, 1, {12, 13, 1}, {3, 3, 1}), 6);
   std::string backend;
   {
     Runtime first(p);
@@ -325,6 +328,7 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
       if (backend == "xbyak") {
         maxpool.run(first);
         maxpool_backward.run(first);
+        filter.run(first);
       }
     }
   }
@@ -336,9 +340,10 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAs) {
   if (backend == "xbyak") {
     maxpool.run(second);
     maxpool_backward.run(second);
+    filter.run(second);
   }
   const RuntimeStats s = second.stats();
-  ASSERT_EQ(s.configurations.size(), backend == "xbyak" ? 5u : 3u);
+  ASSERT_EQ(s.configurations.size(), backend == "xbyak" ? 6u : 3u);
   for (const ConfigStats& c : s.configurations) {
     EXPECT_EQ(c.state, "jit") << op_name(c.op);
     EXPECT_EQ(c.calls_generic, 0) << op_name(c.op) << ": calls before its kernel arrived";
@@ -378,6 +383,40 @@ TEST(EveryOp, MaxAndMeanPoolingReachTheJitTier) {
     }
   }
   EXPECT_GE(compiled, 24) << "too few pooling problems reached a compiled kernel";
+}
+
+// NHWC backward filter reaches the JIT tier (Xbyak's rows) on tier 0's register-tile problems, and
+// is declined with the reason where tier 0 has its own kernel (depthwise, few channels: the direct
+// kernel on the NCHW twin); every tier the generic one's bits and the oracle's values, for groups,
+// padding, stride, dilation, both modes and every rank.
+TEST(EveryOp, NhwcBackwardFilterReachesTheJitTier) {
+  Runtime generic(policy_with(Backend::None, 1));
+  if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "xbyak") {
+    GTEST_SKIP() << "only the Xbyak backend compiles backward-filter kernels";
+  }
+  Rng rng(0xB0DF);
+  int compiled = 0, declined = 0;
+  for (int i = 0; i < 24; ++i) {
+    ConvDims d = random_conv(rng, int32_t(1 + i % 3), Layout::NHWC, i % 2 ? Mode::Convolution : Mode::CrossCorrelation);
+    if (i % 4 != 3) {  // channels beyond the direct kernel's; every fourth problem as drawn
+      d.in_channels = d.groups * (8 + i);
+      d.out_channels = d.groups * (5 + 2 * i);
+    }
+    const OpCall call = conv_call(Op::ConvBackwardFilter, d, rng.next());
+    SCOPED_TRACE(call.context);
+    const ConfigStats c = three_calls_as_generic(generic, call, 1 + i % 3);
+    if (c.state == "jit") {
+      ++compiled;
+      EXPECT_NE(c.kernel.find("d_bwd_filter_f32"), std::string::npos) << c.kernel;
+      EXPECT_EQ(c.calls_jit, 2) << "hot at the second call, compiled inline";
+    } else {
+      ++declined;
+      EXPECT_EQ(c.state, "declined");
+      EXPECT_NE(c.failure.find("conv_bwd_filter"), std::string::npos) << c.failure;
+    }
+  }
+  EXPECT_GE(compiled, 16) << "too few backward-filter problems reached a compiled kernel";
+  EXPECT_GE(declined, 1) << "no problem kept tier 0's own kernel";
 }
 
 // One problem as several ops is several configurations.

@@ -1,0 +1,367 @@
+#include "conv_bwd_filter_nhwc.hpp"
+
+#include <xbyak/xbyak.h>
+
+#include <algorithm>
+#include <cassert>
+#include <climits>
+#include <cstddef>
+#include <memory>
+
+#include "emit.hpp"
+#include "filter_rows_abi.h"
+
+namespace convjit::jit::xbyak {
+namespace {
+
+using namespace Xbyak;
+
+// A block's output channels, each broadcast once per output and used by every vector of the
+// block. AVX-512 blocks up to 4 vectors of input channels (64), AVX2 2 (16): their accumulators
+// then take 24 and 12 of the 32 and 16 registers with room left for the inputs and a broadcast.
+constexpr int kMaxOcBlock = 12;
+int max_ic_vectors(const IsaTraits& isa) {
+  return isa.opmask ? 4 : 2;
+}
+constexpr int64_t kMaxChannels = int64_t(1) << 16;  // per group
+// A block's weights are 32-bit displacements from its first.
+static_assert(kMaxTaps * kMaxChannels * kFloatBytes * kMaxOcBlock <= INT_MAX);
+
+#define PROBLEM(field) qword[reg_problem + offsetof(convjit_filter_problem, field)]
+#define ROWS(field) qword[reg_rows + offsetof(convjit_filter_rows, field)]
+#define ROWS_AT(field, i) qword[reg_rows + offsetof(convjit_filter_rows, field) + (i) * sizeof(int64_t)]
+#define COLUMN(field) qword[reg_column + offsetof(convjit_filter_column, field)]
+
+// Emits, for the group's input channels in blocks of plan.ic_vectors vectors (then the tail block)
+// and in each, the range's output channels in blocks of plan.oc_block (then the group's tail):
+//   for each real D tap, for each real H tap, for each tap kw along W:
+//     acc[i][v] = dw[oc i][tap][ic vector v]
+//     for each row r, for each output o of column kw:
+//       in[v] = x[r's input of tap (d, h, kw) at o][ic vector v]
+//       for each output channel i: g = dy[r][o][i]; acc[i][v] = fma(g, in[v], acc[i][v])
+//     dw[oc i][tap][ic vector v] = acc[i][v]
+// tap (d, h, kw)'s weight is the flipped tap in convolution mode.
+class Generator : public CodeGenerator {
+ public:
+  explicit Generator(const FilterPlan& plan)
+      : CodeGenerator(plan.code_bytes, DontSetProtectRWE), plan_(plan), vector_bytes_(plan.isa.vector_bytes) {
+    emit_prologue();
+    emit_input_channel_blocks();
+    emit_leave(*this, kLocalBytes * kLocals);
+  }
+
+ private:
+  const Reg64 reg_problem = rdi, reg_rows = rsi;                       // the arguments, read by the prologue only
+  const Reg64 reg_x_step = rdi, reg_dy_step = rsi;                     // after it: bytes between outputs along W
+  const Reg64 reg_x = r8, reg_dy = r9, reg_outputs_left = r10;         // the current output
+  const Reg64 reg_x_row = r11, reg_dy_row = r12, reg_rows_left = r13;  // the column's first output of a row
+  const Reg64 reg_column = r14, reg_columns_left = r15;                // the current tap along W
+  const Reg64 reg_x_tap = rbx;   // the block's input channels at W 0 of the current D and H tap's first row
+  const Reg64 reg_dw_tap = rbp;  // the block's weights of the current tap
+  const Reg64 reg_h_taps_left = rcx, reg_d_taps_left = rdx;
+
+  enum Local {
+    kXRowStep,
+    kDyRowStep,
+    kXTapStepD,
+    kXTapStepH,  // bytes
+    kRows,
+    kTapsD,
+    kTapsH,
+    kColumns,
+    kOutChannels,
+    kXOrigin,
+    kDyRange,
+    kDwRange,  // the rows' first real tap row at W 0; the range's first output channel's
+    kXIc,
+    kDwIc,
+    kIcBlocksLeft,  // the current input-channel block's
+    kOcLeft,
+    kDyBlock,
+    kDwBlock,  // the current output-channel block's
+    kXPlane,
+    kDwPlane,  // the current D tap's
+    kLocals
+  };
+  Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
+
+  int acc_index(int i, int v) const { return i * plan_.ic_vectors + v; }
+  Xmm acc(int i, int v) const { return vector(plan_.isa, acc_index(i, v)); }
+  Xmm input(int v) const { return vector(plan_.isa, plan_.oc_block * plan_.ic_vectors + v); }
+  Xmm gradient() const { return vector(plan_.isa, plan_.oc_block * plan_.ic_vectors + plan_.ic_vectors); }
+  Xmm lane_mask() const { return vector(plan_.isa, plan_.oc_block * plan_.ic_vectors + plan_.ic_vectors + 1); }
+  const Opmask k_lanes = k1;
+
+  // Bytes between the weights of consecutive taps along D, H and W (in input order: negative when
+  // flipped) and of consecutive output channels.
+  int64_t dw_step(int dim) const {
+    int64_t step = plan_.in_channels * kFloatBytes;
+    for (int d = dim + 1; d < 3; ++d) step *= plan_.taps[d];
+    return plan_.flip ? -step : step;
+  }
+  int64_t dw_channel_step() const { return plan_.reduction() * kFloatBytes; }
+
+  void emit_prologue() {
+    emit_enter(*this, kLocalBytes * kLocals);
+    auto bytes_of = [&](Local to, const Address& field) {
+      mov(rax, field);
+      shl(rax, kFloatBytesShift);
+      mov(local(to), rax);
+    };
+    bytes_of(kXRowStep, PROBLEM(x_row_step));
+    bytes_of(kDyRowStep, PROBLEM(dy_row_step));
+    bytes_of(kXTapStepD, PROBLEM(x_tap_step[0]));
+    bytes_of(kXTapStepH, PROBLEM(x_tap_step[1]));
+    mov(rax, ROWS(rows));
+    mov(local(kRows), rax);
+    for (int d = 0; d < 2; ++d) {
+      mov(rax, ROWS_AT(tap_end, d));
+      sub(rax, ROWS_AT(tap_begin, d));
+      mov(local(d == 0 ? kTapsD : kTapsH), rax);
+    }
+    mov(rax, ROWS(columns));
+    mov(local(kColumns), rax);
+    mov(rax, ROWS(out_channels));
+    mov(local(kOutChannels), rax);
+    mov(rax, ROWS(x_origin));
+    shl(rax, kFloatBytesShift);
+    add(rax, ROWS(x));
+    mov(local(kXOrigin), rax);
+    mov(rax, ROWS(dy));
+    mov(local(kDyRange), rax);
+    // The weights of tap (tap_begin[0], tap_begin[1], 0): flipped, its weight counts from the end.
+    xor_(rax, rax);
+    for (int d = 0; d < 2; ++d) {
+      mov(rcx, ROWS_AT(tap_begin, d));
+      imul(rcx, rcx, int(dw_step(d)));
+      add(rax, rcx);
+    }
+    if (plan_.flip)
+      add(rax, int(-(dw_step(0) * (plan_.taps[0] - 1) + dw_step(1) * (plan_.taps[1] - 1) +
+                     dw_step(2) * (plan_.taps[2] - 1))));
+    add(rax, ROWS(dw));
+    mov(local(kDwRange), rax);
+    if (plan_.ic_tail_vectors > 0 && plan_.ic_tail_lanes < plan_.isa.lanes) emit_tail_lanes();
+    mov(rax, PROBLEM(x_output_step));
+    mov(rcx, PROBLEM(dy_output_step));
+    shl(rax, kFloatBytesShift);
+    shl(rcx, kFloatBytesShift);
+    mov(reg_x_step, rax);
+    mov(reg_dy_step, rcx);
+  }
+
+  void emit_tail_lanes() {
+    if (plan_.isa.opmask) {
+      mov(eax, (1 << plan_.ic_tail_lanes) - 1);
+      kmovw(k_lanes, eax);
+      return;
+    }
+    mov(eax, plan_.ic_tail_lanes);
+    vmovd(Xmm(lane_mask().getIdx()), eax);
+    vpbroadcastd(lane_mask(), Xmm(lane_mask().getIdx()));
+    mov(rax, reinterpret_cast<size_t>(kLaneIndex));
+    vpcmpgtd(lane_mask(), lane_mask(), ptr[rax]);
+  }
+
+  // The group's input channels in blocks of ic_vectors vectors, then the tail block: each block's
+  // inputs stay in the caches while every output-channel block of the range reads them.
+  void emit_input_channel_blocks() {
+    mov(rax, local(kXOrigin));
+    mov(local(kXIc), rax);
+    mov(rax, local(kDwRange));
+    mov(local(kDwIc), rax);
+    if (plan_.ic_full_blocks > 0) {
+      Label block;
+      mov(local(kIcBlocksLeft), int(plan_.ic_full_blocks));
+      L(block);
+      emit_output_channel_blocks(plan_.ic_vectors, false);
+      add(local(kXIc), plan_.ic_vectors * vector_bytes_);
+      add(local(kDwIc), plan_.ic_vectors * vector_bytes_);
+      dec(local(kIcBlocksLeft));
+      jnz(block, T_NEAR);
+    }
+    if (plan_.ic_tail_vectors > 0) {
+      emit_output_channel_blocks(plan_.ic_tail_vectors, plan_.ic_tail_lanes < plan_.isa.lanes);
+    }
+  }
+
+  // The range's output channels: whole blocks while they fit, then the group's tail (the range
+  // ends there when it has one).
+  void emit_output_channel_blocks(int vectors, bool masked_last) {
+    Label full, tail, done;
+    mov(rax, local(kOutChannels));
+    mov(local(kOcLeft), rax);
+    mov(rax, local(kDyRange));
+    mov(local(kDyBlock), rax);
+    mov(rax, local(kDwIc));
+    mov(local(kDwBlock), rax);
+    L(full);
+    cmp(local(kOcLeft), plan_.oc_block);
+    jl(tail, T_NEAR);
+    emit_block(plan_.oc_block, vectors, masked_last);
+    add(local(kDyBlock), plan_.oc_block * kFloatBytes);
+    add(local(kDwBlock), int(plan_.oc_block * dw_channel_step()));
+    sub(local(kOcLeft), plan_.oc_block);
+    jmp(full, T_NEAR);
+    L(tail);
+    if (plan_.oc_tail > 0) {
+      cmp(local(kOcLeft), 0);
+      je(done, T_NEAR);
+      emit_block(plan_.oc_tail, vectors, masked_last);
+    }
+    L(done);
+  }
+
+  // One register block: oc_rows output channels x `vectors` vectors of input channels, the last
+  // under the tail's lane mask when masked_last.
+  void emit_block(int oc_rows, int vectors, bool masked_last) {
+    Label plane, tap_row, column, row, output, next_column;
+    mov(reg_x_tap, local(kXIc));
+    mov(reg_dw_tap, local(kDwBlock));
+    mov(reg_d_taps_left, local(kTapsD));
+    L(plane);
+    mov(local(kXPlane), reg_x_tap);
+    mov(local(kDwPlane), reg_dw_tap);
+    mov(reg_h_taps_left, local(kTapsH));
+    L(tap_row);
+    mov(reg_column, local(kColumns));
+    mov(reg_columns_left, int(plan_.taps[2]));
+    L(column);
+    cmp(COLUMN(count), 0);
+    je(next_column, T_NEAR);
+    for (int i = 0; i < oc_rows; ++i) {
+      for (int v = 0; v < vectors; ++v) {
+        emit_load(acc(i, v), weight_at(i, v), masked_last && v == vectors - 1);
+      }
+    }
+    mov(reg_x_row, COLUMN(x_offset));
+    lea(reg_x_row, ptr[reg_x_tap + reg_x_row * kFloatBytes]);
+    mov(reg_dy_row, COLUMN(dy_offset));
+    mov(rax, local(kDyBlock));
+    lea(reg_dy_row, ptr[rax + reg_dy_row * kFloatBytes]);
+    mov(reg_rows_left, local(kRows));
+    L(row);
+    mov(reg_x, reg_x_row);
+    mov(reg_dy, reg_dy_row);
+    mov(reg_outputs_left, COLUMN(count));
+    L(output);
+    for (int v = 0; v < vectors; ++v) {
+      emit_load(input(v), ptr[reg_x + v * vector_bytes_], masked_last && v == vectors - 1);
+    }
+    for (int i = 0; i < oc_rows; ++i) {
+      vbroadcastss(gradient(), ptr[reg_dy + i * kFloatBytes]);
+      for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(i, v), gradient(), input(v));
+    }
+    add(reg_x, reg_x_step);
+    add(reg_dy, reg_dy_step);
+    dec(reg_outputs_left);
+    jnz(output, T_NEAR);
+    add(reg_x_row, local(kXRowStep));
+    add(reg_dy_row, local(kDyRowStep));
+    dec(reg_rows_left);
+    jnz(row, T_NEAR);
+    for (int i = 0; i < oc_rows; ++i) {
+      for (int v = 0; v < vectors; ++v) {
+        emit_store(weight_at(i, v), acc(i, v), masked_last && v == vectors - 1);
+      }
+    }
+    L(next_column);
+    // After the row's last tap along W, reg_dw_tap is at the next H tap's first (OHWI: W inside H).
+    add(reg_dw_tap, int(dw_step(2)));
+    add(reg_column, int(sizeof(convjit_filter_column)));
+    dec(reg_columns_left);
+    jnz(column, T_NEAR);
+    add(reg_x_tap, local(kXTapStepH));
+    dec(reg_h_taps_left);
+    jnz(tap_row, T_NEAR);
+    mov(reg_x_tap, local(kXPlane));
+    add(reg_x_tap, local(kXTapStepD));
+    mov(reg_dw_tap, local(kDwPlane));
+    add(reg_dw_tap, int(dw_step(0)));
+    dec(reg_d_taps_left);
+    jnz(plane, T_NEAR);
+  }
+
+  Address weight_at(int i, int v) const { return ptr[reg_dw_tap + int(i * dw_channel_step()) + v * vector_bytes_]; }
+
+  void emit_load(Xmm to, const Address& at, bool masked) {
+    emit_vector_load(*this, plan_.isa, {k_lanes, lane_mask()}, to, at, masked);
+  }
+  void emit_store(const Address& at, Xmm from, bool masked) {
+    emit_vector_store(*this, plan_.isa, {k_lanes, lane_mask()}, at, from, masked);
+  }
+
+  const FilterPlan plan_;
+  const int vector_bytes_;
+};
+
+#undef COLUMN
+#undef ROWS_AT
+#undef ROWS
+#undef PROBLEM
+
+}  // namespace
+
+FilterPlan plan_filter_nhwc(const SpecKey& key) {
+  FilterPlan plan;
+  plan.isa = traits_of(key.isa);
+  for (int d = 0; d < 3; ++d) plan.taps[d] = key.kernel[d];
+  plan.flip = key.flip != 0;
+  plan.in_channels = key.ic_per_group;
+  plan.out_channels = key.oc_per_group;
+  if (key.op != CONVJIT_OP_CONV_BACKWARD_FILTER) {
+    plan.unsupported = "not backward filter";
+  } else if (key.layout != CONVJIT_NHWC) {
+    plan.unsupported = "not NHWC";
+  } else if (plan.in_channels < 1 || plan.out_channels < 1 || plan.in_channels > kMaxChannels ||
+             plan.out_channels > kMaxChannels) {
+    plan.unsupported = "channels per group not in 1.." + std::to_string(kMaxChannels);
+  } else if (key.kernel[2] > CONVJIT_FILTER_MAX_COLUMNS) {
+    plan.unsupported = "more than " + std::to_string(CONVJIT_FILTER_MAX_COLUMNS) + " taps along W";
+  } else {
+    plan.unsupported = common_unsupported_reason(key);
+  }
+  if (!plan.unsupported.empty()) return plan;
+
+  const int lanes = plan.isa.lanes;
+  plan.ic_vectors = int(std::min<int64_t>(max_ic_vectors(plan.isa), (plan.in_channels + lanes - 1) / lanes));
+  const int64_t block_channels = int64_t(plan.ic_vectors) * lanes;
+  plan.ic_full_blocks = plan.in_channels / block_channels;
+  const int64_t rest = plan.in_channels % block_channels;
+  plan.ic_tail_vectors = int((rest + lanes - 1) / lanes);
+  plan.ic_tail_lanes = rest > 0 ? int(rest - int64_t(plan.ic_tail_vectors - 1) * lanes) : 0;
+  const bool mask_register = !plan.isa.opmask && plan.ic_tail_vectors > 0 && plan.ic_tail_lanes < lanes;
+  const int free_registers = plan.isa.vector_registers - plan.ic_vectors - 1 - (mask_register ? 1 : 0);
+  plan.oc_block = int(std::min<int64_t>({kMaxOcBlock, free_registers / plan.ic_vectors, plan.out_channels}));
+  plan.oc_tail = int(plan.out_channels % plan.oc_block);
+  plan.vector_registers_used = plan.oc_block * plan.ic_vectors + plan.ic_vectors + 1 + (mask_register ? 1 : 0);
+  assert(plan.vector_registers_used <= plan.isa.vector_registers);
+
+  // Blocks emitted: (whole, tail) output-channel blocks x (whole, tail) input-channel blocks, each
+  // its weights' loads and stores, one output's loads, broadcasts and FMAs, and its loops, in
+  // instructions of at most 12 bytes.
+  const int blocks =
+      (plan.oc_tail > 0 ? 2 : 1) * ((plan.ic_full_blocks > 0 ? 1 : 0) + (plan.ic_tail_vectors > 0 ? 1 : 0));
+  const int accumulators = plan.oc_block * plan.ic_vectors;
+  const int per_output = plan.ic_vectors + plan.oc_block * (1 + plan.ic_vectors);
+  constexpr int kLoopInstructions = 40;
+  plan.code_bytes = kFrameCodeBytes + size_t(blocks) * 12 * size_t(2 * accumulators + per_output + kLoopInstructions);
+  return plan;
+}
+
+bool generate_conv_bwd_filter_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error) {
+  const FilterPlan plan = plan_filter_nhwc(key);
+  if (!plan.unsupported.empty()) {
+    *error = plan.unsupported;
+    return false;
+  }
+  return emit_compiled(
+      key, plan.code_bytes, [&] { return std::make_shared<Generator>(plan); },
+      [&](Xbyak::CodeGenerator& generator) {
+        out->filter.compute = generator.getCode<convjit_filter_rows_fn>();
+        out->filter.oc_block = plan.oc_block;
+      },
+      out, error);
+}
+
+}  // namespace convjit::jit::xbyak

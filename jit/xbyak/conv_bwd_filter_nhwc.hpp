@@ -1,0 +1,40 @@
+// Xbyak generator of NHWC backward-filter rows (jit/abi/filter_rows_abi.h): dw in register blocks
+// of output channels by vectors of input channels, each block summed over the rows' outputs of
+// every real tap, x read in place (no packed patches), dy's channels broadcast. One emitter for
+// every ISA: it reads the plan, and the plan reads the key (its ISA gives the traits; its channel
+// counts per group the blocks and their tails).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "backend.hpp"
+#include "isa_traits.hpp"
+
+namespace convjit::jit::xbyak {
+
+// Everything the emitter decides before it emits. The vector register map: oc_block x
+// ic_vectors accumulators, then the input vectors of one output, then dy's broadcast channel, then
+// (AVX2 with an input-channel tail) the tail's lane mask.
+struct FilterPlan {
+  IsaTraits isa;
+  int64_t taps[3] = {0, 0, 0};  // the kernel's D, H, W
+  bool flip = false;
+  int64_t in_channels = 0, out_channels = 0;  // per group
+  int oc_block = 0;                           // output channels per register block (<= out_channels)
+  int oc_tail = 0;                            // output channels of the group's last block, 0: none
+  int ic_vectors = 0;                         // vectors of input channels per full block
+  int64_t ic_full_blocks = 0;
+  int ic_tail_vectors = 0;  // vectors of the block after the full ones, 0: none
+  int ic_tail_lanes = 0;    // lanes of that block's last vector (its others are full)
+  size_t code_bytes = 0;    // the code buffer: frame + an upper bound per emitted block
+  int vector_registers_used = 0;
+  std::string unsupported;  // why the key is not generated, or empty
+  int64_t reduction() const { return taps[0] * taps[1] * taps[2] * in_channels; }
+};
+FilterPlan plan_filter_nhwc(const SpecKey& key);
+
+bool generate_conv_bwd_filter_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error);
+
+}  // namespace convjit::jit::xbyak
