@@ -44,6 +44,12 @@ void tile_rows_input(const ConvGeometry& g, const convjit_conv_tile& tile, int64
   extent[2] = (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1;
 }
 
+// The step between consecutive taps of a kernel dim, 0 with one tap: its dilation may then be any
+// size, and the step is never taken.
+int64_t tap_step(int64_t taps, int64_t dilation, int64_t pitch) {
+  return taps > 1 ? dilation * pitch : 0;
+}
+
 }  // namespace
 
 bool reads_padding(const ConvGeometry& g, const int64_t origin[3], const int64_t extent[3]) {
@@ -89,8 +95,8 @@ bool make_view(const ConvGeometry& g, const InputBand& band, const float* x, int
               (origin[2] - band.origin[2]) * band.position;
     view->view_channel = band.channel;
     view->view_position = band.position;
-    view->view_tap_row = g.dilation[1] * band.row;
-    view->view_tap_plane = g.dilation[0] * band.plane;
+    view->view_tap_row = tap_step(kh_n, g.dilation[1], band.row);
+    view->view_tap_plane = tap_step(kd_n, g.dilation[0], band.plane);
     return true;
   }
   const int64_t extent[3] = {(kd_n - 1) * g.dilation[0] + 1, (kh_n - 1) * g.dilation[1] + 1,
@@ -99,8 +105,8 @@ bool make_view(const ConvGeometry& g, const InputBand& band, const float* x, int
     view->x = x + origin[0] * g.x.spatial[0] + origin[1] * g.x.spatial[1] + origin[2] * g.x.spatial[2];
     view->view_channel = g.x.channel;
     view->view_position = g.x.spatial[2];
-    view->view_tap_row = g.dilation[1] * g.x.spatial[1];
-    view->view_tap_plane = g.dilation[0] * g.x.spatial[0];
+    view->view_tap_row = tap_step(kh_n, g.dilation[1], g.x.spatial[1]);
+    view->view_tap_plane = tap_step(kd_n, g.dilation[0], g.x.spatial[0]);
     return true;
   }
   const int64_t span = extent[2], icg = g.ic_per_group;

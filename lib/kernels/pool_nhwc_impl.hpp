@@ -27,6 +27,11 @@ struct TapList {
 inline TapList list_taps(const PoolGeometry& g) {
   TapList list;
   if (double(g.window[0]) * double(g.window[1]) * double(g.window[2]) > double(TapList::kMaxTaps)) return list;
+  // Where no window fits inside the input, none is unclipped, and the offsets (a dilation of any
+  // size times x's strides) need not fit.
+  for (int d = 0; d < 3; ++d) {
+    if ((g.window[d] - 1) * g.dilation[d] >= g.in[d]) return list;
+  }
   list.count = 0;
   for (int64_t a = 0; a < g.window[0]; ++a) {
     for (int64_t b = 0; b < g.window[1]; ++b) {
