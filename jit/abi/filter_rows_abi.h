@@ -4,16 +4,15 @@
  *
  * dw[oc][kd][kh][kw][ic] (OHWI, per group) is the sum over images and output pixels of
  * dy[oc] x[ic] at the tap's input. The driver gives the kernel a few consecutive output rows of one
- * image and D plane, whose real taps along D and H are the same rectangle, a range of output
- * channels (whole blocks of the kernel's, then at most the group's tail) and the per-tap-column
- * runs of outputs along W whose tap is real; the kernel adds, for every dw element of the range and
- * every tap in the rectangle, the products of those rows in row order, each row's outputs in W
- * order. Taps outside the input are skipped: with finite dy that adds exactly what tier 0's zero
- * products add. So each dw element is one FMA chain over (image, od, oh, ow) in order, the chain of
- * tier 0's backward filter (lib/driver/conv_backward_filter.cpp), which the driver starts from a
- * zeroed dw. Spatial taps are counted in input order; in convolution mode (flip) tap k's weight is
- * kernel - 1 - k along every dim, which the kernel applies. Every offset below is in elements and
- * names a real input (the driver forms no pointer outside x). */
+ * image and D plane, whose real taps along D and H are the same rectangle (or a segment of one long
+ * row), a range of output channels (whole blocks of the kernel's, then at most the group's tail)
+ * and per tap column the run of the call's outputs along W whose tap is real; the kernel adds, for every dw element of
+ * the range and every tap in the rectangle, the products of those rows in row order, each row's outputs in W order.
+ * Taps outside the input are skipped: with finite dy that adds exactly what tier 0's zero products add. So each dw
+ * element is one FMA chain over (image, od, oh, ow) in order, the chain of tier 0's backward filter
+ * (lib/driver/conv_backward_filter.cpp), which the driver starts from a zeroed dw. Spatial taps are counted in input
+ * order; in convolution mode (flip) tap k's weight is kernel - 1 - k along every dim, which the kernel applies. Every
+ * offset below is in elements and names a real input (the driver forms no pointer outside x). */
 #ifndef CONVJIT_JIT_FILTER_ROWS_ABI_H
 #define CONVJIT_JIT_FILTER_ROWS_ABI_H
 
@@ -35,16 +34,16 @@ typedef struct convjit_filter_problem {
   int64_t dy_output_step; /* between consecutive outputs along W of dy */
 } convjit_filter_problem;
 
-/* Tap kw along W: the outputs of every row whose tap kw is real, outputs[0] .. outputs[0] + count - 1. */
+/* Tap kw along W: the `count` consecutive outputs of the call, in every row, whose tap kw is real. */
 typedef struct convjit_filter_column {
   int64_t count;
-  int64_t x_offset;  /* from a row's input at W 0 to tap kw of its first such output */
-  int64_t dy_offset; /* from a row's first output to the first such output */
+  int64_t x_offset;  /* from a row's input at W 0 to tap kw of the first of them */
+  int64_t dy_offset; /* from a row's first output of the call to the first of them */
 } convjit_filter_column;
 
 typedef struct convjit_filter_rows {
   const float* x;                       /* the image, at the group's first input channel */
-  const float* dy;                      /* the first row's first output, at the range's first output channel */
+  const float* dy; /* the first row's first output of the call, at the range's first output channel */
   float* dw;                            /* the range's first output channel's weights */
   int64_t x_origin;                     /* from x to the first row's input of tap (tap_begin[0], tap_begin[1]) at W 0 */
   int64_t rows;                         /* >= 1 */

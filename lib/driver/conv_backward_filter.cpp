@@ -34,21 +34,23 @@ void real_taps(const ConvGeometry& g, int d, int64_t o, int64_t* begin, int64_t*
   *end = std::max(*begin, std::min(last + 1, g.kernel[d]));
 }
 
-// Per tap along W: the outputs whose tap is real, and where the first one's input and output lie.
-void real_columns(const ConvGeometry& g, convjit_filter_column* columns) {
-  const int64_t in = g.in[2], out = g.out[2], stride = g.stride[2];
+// Per tap along W: the outputs in [o0, o1) whose tap is real, where the first one's input lies in
+// the row, and how far it is from output o0.
+void real_columns(const ConvGeometry& g, int64_t o0, int64_t o1, convjit_filter_column* columns) {
+  const int64_t in = g.in[2], stride = g.stride[2];
   for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
     const int64_t shift = kw * g.dilation[2] - g.pad_begin[2];  // output 0's input of the tap
-    const int64_t first = shift >= 0 ? 0 : -shift / stride + (-shift % stride != 0);
-    const int64_t end = std::max(first, std::min(out, shift > in - 1 ? 0 : (in - 1 - shift) / stride + 1));
+    const int64_t first = std::max(o0, shift >= 0 ? 0 : -shift / stride + (-shift % stride != 0));
+    const int64_t end = std::max(first, std::min(o1, shift > in - 1 ? 0 : (in - 1 - shift) / stride + 1));
     const int64_t count = end - first;
     columns[kw] = {count, count > 0 ? (first * stride + shift) * g.x.spatial[2] : 0,
-                   count > 0 ? first * g.y.spatial[2] : 0};
+                   count > 0 ? (first - o0) * g.y.spatial[2] : 0};
   }
 }
 
-// At most this many output pixels per compiled call: the rows' inputs and gradients stay in the
-// caches while every block of the call's channels reads them.
+// At most this many output pixels per compiled call (several short rows, or a segment of a long
+// one): the call's inputs and gradients stay in the caches while every block of its channels
+// reads them.
 constexpr int64_t kFilterPixelsPerCall = 128;
 
 }  // namespace
@@ -62,9 +64,10 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
   problem.x_output_step = step_between_real(g.stride[2], g.in[2], g.x.spatial[2]);
   problem.dy_row_step = g.y.spatial[1];
   problem.dy_output_step = g.y.spatial[2];
-  convjit_filter_column columns[CONVJIT_FILTER_MAX_COLUMNS];
-  real_columns(g, columns);
+  // Several rows per call, or a row in segments (one row per call then, so each dw element still
+  // sums a row's outputs in order before the next row's).
   const int64_t rows_per_call = std::max<int64_t>(1, kFilterPixelsPerCall / g.out[2]);
+  const int64_t segment = std::min(g.out[2], kFilterPixelsPerCall);
 
   // Tasks: (group, a range of whole register blocks of output channels), enough to keep every
   // thread busy; each reads the group's whole x, in image and row order.
@@ -77,6 +80,7 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
     const int64_t oc1 = std::min(g.oc_per_group, oc0 + chunk_blocks * kernel.oc_block);
     float* dw_range = dw + (group * g.oc_per_group + oc0) * g.reduction;
     std::fill(dw_range, dw_range + (oc1 - oc0) * g.reduction, 0.0f);
+    convjit_filter_column columns[CONVJIT_FILTER_MAX_COLUMNS];
     convjit_filter_rows call{};
     call.dw = dw_range;
     call.columns = columns;
@@ -98,9 +102,13 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
           if (call.tap_begin[1] == call.tap_end[1]) continue;
           const int64_t input_row = oh * g.stride[1] - g.pad_begin[1] + call.tap_begin[1] * g.dilation[1];
           call.x_origin = input_plane * g.x.spatial[0] + input_row * g.x.spatial[1];
-          call.dy = dy + n * g.y.batch + (group * g.oc_per_group + oc0) * g.y.channel + od * g.y.spatial[0] +
-                    oh * g.y.spatial[1];
-          kernel.compute(&problem, &call);
+          const float* dy_row = dy + n * g.y.batch + (group * g.oc_per_group + oc0) * g.y.channel +
+                                od * g.y.spatial[0] + oh * g.y.spatial[1];
+          for (int64_t o0 = 0; o0 < g.out[2]; o0 += segment) {
+            real_columns(g, o0, std::min(g.out[2], o0 + segment), columns);
+            call.dy = dy_row + o0 * g.y.spatial[2];
+            kernel.compute(&problem, &call);
+          }
         }
       }
     }

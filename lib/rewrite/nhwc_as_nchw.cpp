@@ -128,6 +128,36 @@ void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& p
   transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_oihw, dw, false, 1);
 }
 
+// The twin's rows beat NCHW's register tile by a part of the flops, the copies cost their floats:
+// from 200 flops per copied float the rows won on this host, below it (ResNet's 1x1 and 7x7
+// layers, whose weights outweigh their activations) the copies lost it (bench/RESULTS.md, "Session 10").
+constexpr double kMinFlopsPerCopiedFloat = 200;
+
+bool nchw_backward_filter_can_run_as_nhwc(const ConvGeometry& g) {
+  const int64_t copied = activation_floats(g) + g.out_channels * g.reduction;
+  return g.layout == CONVJIT_NCHW && copied <= kMaxCopiedFloats &&
+         g.flops() >= kMinFlopsPerCopiedFloat * double(copied);
+}
+
+ConvGeometry backward_filter_nhwc_twin(const convjit_conv_params& params) {
+  return conv_twin(params, CONVJIT_NHWC);
+}
+
+void backward_filter_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
+                             const float* dy, float* dw, const convjit_filter_kernel& compiled) {
+  const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();
+  const int64_t x_floats = g.batch * g.in_channels * in_pixels, dy_floats = g.batch * g.out_channels * out_pixels;
+  float* copies = thread_layout_copies(size_t(x_floats + dy_floats + g.out_channels * g.reduction));
+  float* x_nhwc = copies;
+  float* dy_nhwc = x_nhwc + x_floats;
+  float* dw_ohwi = dy_nhwc + dy_floats;
+  transpose_images(g.batch, in_pixels, g.in_channels, x, x_nhwc, false, threads);
+  transpose_images(g.batch, out_pixels, g.out_channels, dy, dy_nhwc, false, threads);
+  run_conv_backward_filter_rows(backward_filter_nhwc_twin(params), threads, x_nhwc, dy_nhwc, dw_ohwi, compiled);
+  // Per output channel: [tap][ic] (OHWI) -> [ic][tap] (OIHW).
+  transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_ohwi, dw, true, 1);
+}
+
 bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params) {
   return g.layout == CONVJIT_NCHW && activation_floats(g) <= kMaxCopiedFloats &&
          backward_data_runs_channels_in_lanes(conv_twin(params, CONVJIT_NHWC));

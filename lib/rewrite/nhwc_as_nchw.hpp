@@ -8,6 +8,7 @@
 #pragma once
 
 #include "convjit/convjit.h"
+#include "filter_rows_abi.h"
 #include "geometry.hpp"
 #include "pool_row_abi.h"
 
@@ -34,6 +35,16 @@ void copy_output_to_nhwc(const ConvGeometry& g, const NchwCopies& copies, float*
 bool nhwc_backward_filter_runs_as_nchw(const ConvGeometry& g, const convjit_conv_params& params);
 void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
                              const float* dy, float* dw);
+
+// And the other way: an NCHW backward filter whose NHWC twin runs on compiled rows runs as that
+// twin on NHWC copies of x and dy, its OHWI dw transposed back to OIHW, where the copies fit and
+// cost little next to its flops. Each
+// dw element is the chain of NCHW's register tile (over the images and output pixels in order):
+// the same bits. Tier 0 runs the NCHW problem itself.
+bool nchw_backward_filter_can_run_as_nhwc(const ConvGeometry& g);
+ConvGeometry backward_filter_nhwc_twin(const convjit_conv_params& params);
+void backward_filter_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
+                             const float* dy, float* dw, const convjit_filter_kernel& compiled);
 
 // The other way for depthwise backward data that does not run as a forward: its vector kernel
 // is NHWC's (the channels in the lanes), so an NCHW one runs as its NHWC twin on a transposed copy

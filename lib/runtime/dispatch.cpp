@@ -268,19 +268,22 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
     }
   };
   // Where tier 0 sums in another order (its own kernels), compiled rows would change the bits.
-  if (std::string why = detail::filter_rows_differ_because(g, *params);
+  detail::ConvGeometry runs;
+  if (std::string why = detail::filter_rows_problem(g, *params, &runs);
       !backend_ || !backend_->compiles(CONVJIT_OP_CONV_BACKWARD_FILTER) || !why.empty()) {
     run_on_tier0(c, run_tier0, why);
     return detail::Status::success();
   }
   run_counted(
-      c, [&] { return filter_spec_key(g, params->rank); },
+      c, [&] { return filter_spec_key(runs, params->rank); },
       [&](const jit::SpecKey& key) { return backend_->rows_decline_reason(key); },
       [&](int threads, const jit::CompiledKernel* kernel) {
-        if (kernel) {
-          detail::run_conv_backward_filter_rows(g, threads, x, dy, dw, kernel->filter);
-        } else {
+        if (!kernel) {
           run_tier0(threads);
+        } else if (g.layout == CONVJIT_NCHW) {
+          detail::backward_filter_as_nhwc(g, *params, threads, x, dy, dw, kernel->filter);
+        } else {
+          detail::run_conv_backward_filter_rows(g, threads, x, dy, dw, kernel->filter);
         }
       });
   return detail::Status::success();

@@ -64,8 +64,9 @@ void Runtime::Impl::start_warm() {
       detail::PoolOp op;
       detail::pool_rows_op(c.op, &op);
       declined = detail::pool_jit_declined_because(runs, op, *backend_, key);
-    } else if (c.op == CONVJIT_OP_CONV_BACKWARD_FILTER && backend_->compiles(c.op) &&
-               detail::make_conv_geometry(c.conv, &g).ok() && detail::filter_rows_differ_because(g, c.conv).empty()) {
+    } else if (detail::ConvGeometry called; c.op == CONVJIT_OP_CONV_BACKWARD_FILTER && backend_->compiles(c.op) &&
+                                            detail::make_conv_geometry(c.conv, &called).ok() &&
+                                            detail::filter_rows_problem(called, c.conv, &g).empty()) {
       key = filter_spec_key(g, c.conv.rank);
       declined = backend_->rows_decline_reason(key);
     } else {

@@ -54,13 +54,21 @@ std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const ji
   return backend.rows_decline_reason(key);
 }
 
-std::string filter_rows_differ_because(const ConvGeometry& g, const convjit_conv_params& params) {
+std::string filter_rows_problem(const ConvGeometry& g, const convjit_conv_params& params, ConvGeometry* runs) {
   const std::string op = op_name(CONVJIT_OP_CONV_BACKWARD_FILTER);
-  if (g.layout != CONVJIT_NHWC) return "NCHW " + op + ": the compiled rows are NHWC (input channels in the lanes)";
+  if (g.layout == CONVJIT_NCHW) {
+    if (backward_filter_runs_direct(g)) return op + " with few channels per group: tier 0's direct kernel";
+    if (!nchw_backward_filter_can_run_as_nhwc(g)) {
+      return "NCHW " + op + ": copies to its NHWC twin too large, or too costly for its flops";
+    }
+    *runs = backward_filter_nhwc_twin(params);
+    return {};
+  }
   if (backward_filter_runs_channels_in_lanes(g)) return "depthwise " + op + ": tier 0's channels-in-lanes kernel";
   if (nhwc_backward_filter_runs_as_nchw(g, params)) {
     return op + " with few channels per group: tier 0's direct kernel on its NCHW twin";
   }
+  *runs = g;
   return {};
 }
 

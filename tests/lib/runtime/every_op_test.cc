@@ -385,11 +385,11 @@ TEST(EveryOp, MaxAndMeanPoolingReachTheJitTier) {
   EXPECT_GE(compiled, 24) << "too few pooling problems reached a compiled kernel";
 }
 
-// NHWC backward filter reaches the JIT tier (Xbyak's rows) on tier 0's register-tile problems, and
+// Backward filter reaches the JIT tier (Xbyak's NHWC rows) on tier 0's register-tile problems, and
 // is declined with the reason where tier 0 has its own kernel (depthwise, few channels: the direct
 // kernel on the NCHW twin); every tier the generic one's bits and the oracle's values, for groups,
 // padding, stride, dilation, both modes and every rank.
-TEST(EveryOp, NhwcBackwardFilterReachesTheJitTier) {
+TEST(EveryOp, BackwardFilterReachesTheJitTier) {
   Runtime generic(policy_with(Backend::None, 1));
   if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "xbyak") {
     GTEST_SKIP() << "only the Xbyak backend compiles backward-filter kernels";
@@ -417,6 +417,36 @@ TEST(EveryOp, NhwcBackwardFilterReachesTheJitTier) {
   }
   EXPECT_GE(compiled, 16) << "too few backward-filter problems reached a compiled kernel";
   EXPECT_GE(declined, 1) << "no problem kept tier 0's own kernel";
+}
+
+// NCHW backward filter runs as its NHWC twin on the compiled rows where the copies cost little
+// next to its flops (enough outputs and channels), with the bits of NCHW's register tile; a layer
+// whose copies would cost more stays on tier 0, saying why.
+TEST(EveryOp, NchwBackwardFilterRunsAsItsNhwcTwinOnTheJitTier) {
+  Runtime generic(policy_with(Backend::None, 1));
+  if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "xbyak") {
+    GTEST_SKIP() << "only the Xbyak backend compiles backward-filter kernels";
+  }
+  const ConvDims twins[] = {
+      conv(2, Layout::NCHW, 2, 32, 48, 1, {24, 24, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}),
+      conv(1, Layout::NCHW, 1, 32, 48, 1, {600, 1, 1}, {7, 1, 1}, {1, 1, 1}, {2, 0, 0}, {1, 1, 1}, Mode::Convolution),
+      conv(3, Layout::NCHW, 1, 16, 32, 1, {6, 12, 12}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}),
+      conv(2, Layout::NCHW, 2, 48, 64, 2, {28, 28, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, {2, 2, 1}, Mode::Convolution),
+  };
+  uint64_t seed = 0xB0E1;
+  for (const ConvDims& d : twins) {
+    const OpCall call = conv_call(Op::ConvBackwardFilter, d, seed++);
+    SCOPED_TRACE(call.context);
+    const ConfigStats c = three_calls_as_generic(generic, call, int(seed % 3) + 1);
+    EXPECT_EQ(c.state, "jit") << c.failure;
+    EXPECT_NE(c.kernel.find("d_bwd_filter_f32"), std::string::npos) << c.kernel;
+    EXPECT_NE(c.kernel.find("_nhwc"), std::string::npos) << "the twin's kernel: " << c.kernel;
+  }
+  // Few outputs per weight: the weights' copy would cost more than the rows save.
+  const OpCall small = conv_call(Op::ConvBackwardFilter, conv(2, Layout::NCHW, 1, 64, 64, 1, {7, 7, 1}, {3, 3, 1}), 7);
+  const ConfigStats c = three_calls_as_generic(generic, small, 1);
+  EXPECT_EQ(c.state, "declined");
+  EXPECT_NE(c.failure.find("too costly"), std::string::npos) << c.failure;
 }
 
 // One problem as several ops is several configurations.
