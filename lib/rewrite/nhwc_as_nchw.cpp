@@ -68,6 +68,24 @@ int64_t activation_floats(const ConvGeometry& g) {
   return g.batch * (g.in_channels * g.in[0] * g.in[1] * g.in[2] + g.out_channels * g.out_pixels());
 }
 
+// Backward filter of g on its twin in the other layout: x and dy transposed into copies, then
+// run(x copy, dy copy, dw copy) on the twin, whose dw goes back per output channel (OHWI's
+// [tap][ic] <-> OIHW's [ic][tap]).
+template <typename Run>
+void backward_filter_on_twin(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw,
+                             Run&& run) {
+  const bool to_nchw = g.layout == CONVJIT_NHWC;
+  const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();
+  const int64_t x_floats = g.batch * g.in_channels * in_pixels, dy_floats = g.batch * g.out_channels * out_pixels;
+  float* x_twin = thread_layout_copies(size_t(x_floats + dy_floats + g.out_channels * g.reduction));
+  float* dy_twin = x_twin + x_floats;
+  float* dw_twin = dy_twin + dy_floats;
+  transpose_images(g.batch, in_pixels, g.in_channels, x, x_twin, to_nchw, threads);
+  transpose_images(g.batch, out_pixels, g.out_channels, dy, dy_twin, to_nchw, threads);
+  run(x_twin, dy_twin, dw_twin);
+  transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_twin, dw, !to_nchw, 1);
+}
+
 }  // namespace
 
 bool nhwc_runs_as_nchw(const ConvGeometry& g) {
@@ -115,17 +133,9 @@ bool nhwc_backward_filter_runs_as_nchw(const ConvGeometry& g, const convjit_conv
 
 void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
                              const float* dy, float* dw) {
-  const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();
-  const int64_t x_floats = g.batch * g.in_channels * in_pixels, dy_floats = g.batch * g.out_channels * out_pixels;
-  float* copies = thread_layout_copies(size_t(x_floats + dy_floats + g.out_channels * g.reduction));
-  float* x_nchw = copies;
-  float* dy_nchw = x_nchw + x_floats;
-  float* dw_oihw = dy_nchw + dy_floats;
-  transpose_images(g.batch, in_pixels, g.in_channels, x, x_nchw, true, threads);
-  transpose_images(g.batch, out_pixels, g.out_channels, dy, dy_nchw, true, threads);
-  run_conv_backward_filter(nchw_twin(params), threads, x_nchw, dy_nchw, dw_oihw);
-  // Per output channel: [ic][tap] (OIHW) -> [tap][ic] (OHWI).
-  transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_oihw, dw, false, 1);
+  backward_filter_on_twin(g, threads, x, dy, dw, [&](const float* tx, const float* tdy, float* tdw) {
+    run_conv_backward_filter(nchw_twin(params), threads, tx, tdy, tdw);
+  });
 }
 
 // The twin's rows beat NCHW's register tile by a part of the flops, the copies cost their floats:
@@ -145,17 +155,9 @@ ConvGeometry backward_filter_nhwc_twin(const convjit_conv_params& params) {
 
 void backward_filter_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
                              const float* dy, float* dw, const convjit_filter_kernel& compiled) {
-  const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();
-  const int64_t x_floats = g.batch * g.in_channels * in_pixels, dy_floats = g.batch * g.out_channels * out_pixels;
-  float* copies = thread_layout_copies(size_t(x_floats + dy_floats + g.out_channels * g.reduction));
-  float* x_nhwc = copies;
-  float* dy_nhwc = x_nhwc + x_floats;
-  float* dw_ohwi = dy_nhwc + dy_floats;
-  transpose_images(g.batch, in_pixels, g.in_channels, x, x_nhwc, false, threads);
-  transpose_images(g.batch, out_pixels, g.out_channels, dy, dy_nhwc, false, threads);
-  run_conv_backward_filter_rows(backward_filter_nhwc_twin(params), threads, x_nhwc, dy_nhwc, dw_ohwi, compiled);
-  // Per output channel: [tap][ic] (OHWI) -> [ic][tap] (OIHW).
-  transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_ohwi, dw, true, 1);
+  backward_filter_on_twin(g, threads, x, dy, dw, [&](const float* tx, const float* tdy, float* tdw) {
+    run_conv_backward_filter_rows(backward_filter_nhwc_twin(params), threads, tx, tdy, tdw, compiled);
+  });
 }
 
 bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params) {
