@@ -249,6 +249,10 @@ class Generator : public CodeGenerator {
       emit_load(input(v), ptr[reg_x + v * vector_bytes_], masked_last && v == vectors - 1);
     }
     for (int i = 0; i < oc_rows; ++i) {
+      if (plan_.embedded_broadcast) {
+        vfmadd231ps(acc(i, 0), input(0), ptr_b[reg_dy + i * kFloatBytes]);
+        continue;
+      }
       vbroadcastss(gradient(), ptr[reg_dy + i * kFloatBytes]);
       for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(i, v), gradient(), input(v));
     }
@@ -334,7 +338,9 @@ FilterPlan plan_filter_nhwc(const SpecKey& key) {
   const int free_registers = plan.isa.vector_registers - plan.ic_vectors - 1 - (mask_register ? 1 : 0);
   plan.oc_block = int(std::min<int64_t>({kMaxOcBlock, free_registers / plan.ic_vectors, plan.out_channels}));
   plan.oc_tail = int(plan.out_channels % plan.oc_block);
-  plan.vector_registers_used = plan.oc_block * plan.ic_vectors + plan.ic_vectors + 1 + (mask_register ? 1 : 0);
+  plan.embedded_broadcast = plan.isa.opmask && plan.ic_vectors == 1;
+  plan.vector_registers_used =
+      plan.oc_block * plan.ic_vectors + plan.ic_vectors + (plan.embedded_broadcast ? 0 : 1) + (mask_register ? 1 : 0);
   assert(plan.vector_registers_used <= plan.isa.vector_registers);
 
   // Blocks emitted: (whole, tail) output-channel blocks x (whole, tail) input-channel blocks, each

@@ -15,8 +15,8 @@
 namespace convjit::jit::xbyak {
 
 // Everything the emitter decides before it emits. The vector register map: oc_block x
-// ic_vectors accumulators, then the input vectors of one output, then dy's broadcast channel, then
-// (AVX2 with an input-channel tail) the tail's lane mask.
+// ic_vectors accumulators, then the input vectors of one output, then dy's broadcast channel (none
+// where it is broadcast inside the FMA), then (AVX2 with an input-channel tail) the tail's lane mask.
 struct FilterPlan {
   IsaTraits isa;
   int64_t taps[3] = {0, 0, 0};  // the kernel's D, H, W
@@ -28,6 +28,7 @@ struct FilterPlan {
   int64_t ic_full_blocks = 0;
   int ic_tail_vectors = 0;  // vectors of the block after the full ones, 0: none
   int ic_tail_lanes = 0;    // lanes of that block's last vector (its others are full)
+  bool embedded_broadcast = false;  // one vector: each dy channel broadcast inside its FMA (AVX-512)
   size_t code_bytes = 0;    // the code buffer: frame + an upper bound per emitted block
   int vector_registers_used = 0;
   std::string unsupported;  // why the key is not generated, or empty

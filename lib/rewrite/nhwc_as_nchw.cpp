@@ -153,10 +153,10 @@ ConvGeometry backward_filter_nhwc_twin(const convjit_conv_params& params) {
   return conv_twin(params, CONVJIT_NHWC);
 }
 
-void backward_filter_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
+void backward_filter_as_nhwc(const ConvGeometry& g, const ConvGeometry& runs, int threads, const float* x,
                              const float* dy, float* dw, const convjit_filter_kernel& compiled) {
   backward_filter_on_twin(g, threads, x, dy, dw, [&](const float* tx, const float* tdy, float* tdw) {
-    run_conv_backward_filter_rows(backward_filter_nhwc_twin(params), threads, tx, tdy, tdw, compiled);
+    run_conv_backward_filter_rows(runs, threads, tx, tdy, tdw, compiled);
   });
 }
 

@@ -43,7 +43,8 @@ void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& p
 // the same bits. Tier 0 runs the NCHW problem itself.
 bool nchw_backward_filter_can_run_as_nhwc(const ConvGeometry& g);
 ConvGeometry backward_filter_nhwc_twin(const convjit_conv_params& params);
-void backward_filter_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
+// runs: the twin, or the problem the twin runs as (lib/rewrite/merged_w_taps.hpp).
+void backward_filter_as_nhwc(const ConvGeometry& g, const ConvGeometry& runs, int threads, const float* x,
                              const float* dy, float* dw, const convjit_filter_kernel& compiled);
 
 // The other way for depthwise backward data that does not run as a forward: its vector kernel

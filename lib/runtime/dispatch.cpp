@@ -281,9 +281,9 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
         if (!kernel) {
           run_tier0(threads);
         } else if (g.layout == CONVJIT_NCHW) {
-          detail::backward_filter_as_nhwc(g, *params, threads, x, dy, dw, kernel->filter);
+          detail::backward_filter_as_nhwc(g, runs, threads, x, dy, dw, kernel->filter);
         } else {
-          detail::run_conv_backward_filter_rows(g, threads, x, dy, dw, kernel->filter);
+          detail::run_conv_backward_filter_rows(runs, threads, x, dy, dw, kernel->filter);
         }
       });
   return detail::Status::success();

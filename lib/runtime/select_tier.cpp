@@ -2,6 +2,7 @@
 
 #include "backward_as_forward.hpp"
 #include "describe.hpp"
+#include "merged_w_taps.hpp"
 #include "nhwc_as_nchw.hpp"
 #include "ops_internal.hpp"
 
@@ -62,13 +63,14 @@ std::string filter_rows_problem(const ConvGeometry& g, const convjit_conv_params
       return "NCHW " + op + ": copies to its NHWC twin too large, or too costly for its flops";
     }
     *runs = backward_filter_nhwc_twin(params);
-    return {};
-  }
-  if (backward_filter_runs_channels_in_lanes(g)) return "depthwise " + op + ": tier 0's channels-in-lanes kernel";
-  if (nhwc_backward_filter_runs_as_nchw(g, params)) {
+  } else if (backward_filter_runs_channels_in_lanes(g)) {
+    return "depthwise " + op + ": tier 0's channels-in-lanes kernel";
+  } else if (nhwc_backward_filter_runs_as_nchw(g, params)) {
     return op + " with few channels per group: tier 0's direct kernel on its NCHW twin";
+  } else {
+    *runs = g;
   }
-  *runs = g;
+  if (backward_filter_merges_w_taps(*runs)) *runs = with_w_taps_merged(*runs);
   return {};
 }
 

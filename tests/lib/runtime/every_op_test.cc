@@ -388,7 +388,7 @@ TEST(EveryOp, MaxAndMeanPoolingReachTheJitTier) {
 // Backward filter reaches the JIT tier (Xbyak's NHWC rows) on tier 0's register-tile problems, and
 // is declined with the reason where tier 0 has its own kernel (depthwise, few channels: the direct
 // kernel on the NCHW twin); every tier the generic one's bits and the oracle's values, for groups,
-// padding, stride, dilation, both modes and every rank.
+// padding, stride, dilation, both modes and every rank, and for few input channels.
 TEST(EveryOp, BackwardFilterReachesTheJitTier) {
   Runtime generic(policy_with(Backend::None, 1));
   if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "xbyak") {
@@ -417,6 +417,12 @@ TEST(EveryOp, BackwardFilterReachesTheJitTier) {
   }
   EXPECT_GE(compiled, 16) << "too few backward-filter problems reached a compiled kernel";
   EXPECT_GE(declined, 1) << "no problem kept tier 0's own kernel";
+  // Three input channels (a network's first layer), no padding along W: the W taps merged into
+  // the channels (lib/rewrite/merged_w_taps.hpp), a key of one W tap and 9 channels.
+  const ConvDims stem = conv(2, Layout::NHWC, 2, 3, 32, 1, {20, 21, 1}, {3, 3, 1}, {1, 1, 1}, {1, 0, 0});
+  const ConfigStats c = three_calls_as_generic(generic, conv_call(Op::ConvBackwardFilter, stem, 0xB0E0), 2);
+  EXPECT_EQ(c.state, "jit") << c.failure;
+  EXPECT_NE(c.kernel.find("d_bwd_filter_f32_k3x1_s1_nhwc_c9to32"), std::string::npos) << c.kernel;
 }
 
 // NCHW backward filter runs as its NHWC twin on the compiled rows where the copies cost little
