@@ -83,7 +83,7 @@ void backward_filter_on_twin(const ConvGeometry& g, int threads, const float* x,
   transpose_images(g.batch, in_pixels, g.in_channels, x, x_twin, to_nchw, threads);
   transpose_images(g.batch, out_pixels, g.out_channels, dy, dy_twin, to_nchw, threads);
   run(x_twin, dy_twin, dw_twin);
-  transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_twin, dw, !to_nchw, 1);
+  transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_twin, dw, !to_nchw, threads);
 }
 
 }  // namespace
