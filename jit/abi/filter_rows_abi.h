@@ -44,7 +44,7 @@ typedef struct convjit_filter_column {
 typedef struct convjit_filter_rows {
   const float* x;                       /* the image, at the group's first input channel */
   const float* dy; /* the first row's first output of the call, at the range's first output channel */
-  float* dw;                            /* the range's first output channel's weights */
+  float* dw;       /* the range's first output channel's weights (transposed: its first panel) */
   int64_t x_origin;                     /* from x to the first row's input of tap (tap_begin[0], tap_begin[1]) at W 0 */
   int64_t rows;                         /* >= 1 */
   int64_t tap_begin[2], tap_end[2];     /* the real D and H taps of every row: [begin, end), not empty */
@@ -54,9 +54,17 @@ typedef struct convjit_filter_rows {
 
 typedef void (*convjit_filter_rows_fn)(const convjit_filter_problem* problem, const convjit_filter_rows* rows);
 
+/* dw^T panels that transposed kernels accumulate in: at most this many floats per range. */
+enum { CONVJIT_FILTER_MAX_PANEL_FLOATS = 1 << 17 };
+
 typedef struct convjit_filter_kernel {
   convjit_filter_rows_fn compute;
   int64_t oc_block; /* output channels per register block: ranges start at multiples of it */
+  /* 1: the kernel keeps the output channels in the lanes (few input channels) and accumulates
+   * into dw^T panels, not dw: rows->dw is the range's first panel, one per block of oc_block
+   * output channels, [tap (layout order)][input channel][oc_block] floats (a tail block's lanes
+   * beyond the group unused); the driver zeroes the panels and transposes them into dw. */
+  int32_t transposed;
 } convjit_filter_kernel;
 
 #ifdef __cplusplus

@@ -40,6 +40,10 @@ static_assert(kMaxTaps * kMaxChannels * kFloatBytes * kMaxOcBlock <= INT_MAX);
 //       in[v] = x[r's input of tap (d, h, kw) at o][ic vector v]
 //       for each output channel i: g = dy[r][o][i]; acc[i][v] = fma(g, in[v], acc[i][v])
 //     dw[oc i][tap][ic vector v] = acc[i][v]
+// Transposed (few input channels), for the range's output channels in blocks of plan.oc_vectors
+// vectors (then the tail block), the same nest with the roles swapped:
+//       g[v] = dy[r][o][oc vector v]; for each input channel i: acc[i][v] = fma(x[..][i], g[v], acc[i][v])
+//     into the block's dw^T panel, panel[tap][ic i][oc vector v].
 // tap (d, h, kw)'s weight is the flipped tap in convolution mode.
 class Generator : public CodeGenerator {
  public:
@@ -85,21 +89,29 @@ class Generator : public CodeGenerator {
   };
   Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
 
-  int acc_index(int i, int v) const { return i * plan_.ic_vectors + v; }
-  Xmm acc(int i, int v) const { return vector(plan_.isa, acc_index(i, v)); }
-  Xmm input(int v) const { return vector(plan_.isa, plan_.oc_block * plan_.ic_vectors + v); }
-  Xmm gradient() const { return vector(plan_.isa, plan_.oc_block * plan_.ic_vectors + plan_.ic_vectors); }
-  Xmm lane_mask() const { return vector(plan_.isa, plan_.oc_block * plan_.ic_vectors + plan_.ic_vectors + 1); }
+  int accumulators() const { return plan_.block_rows() * plan_.block_vectors(); }
+  Xmm acc(int i, int v) const { return vector(plan_.isa, i * plan_.block_vectors() + v); }
+  Xmm loaded(int v) const { return vector(plan_.isa, accumulators() + v); }
+  Xmm broadcast() const { return vector(plan_.isa, accumulators() + plan_.block_vectors()); }
+  Xmm lane_mask() const { return vector(plan_.isa, accumulators() + plan_.block_vectors() + 1); }
+  // What one output loads in vectors (x's input channels, or transposed dy's output channels) and
+  // what it broadcasts per row (dy's output channels, or x's input channels).
+  Reg64 reg_loaded() const { return plan_.transposed ? reg_dy : reg_x; }
+  Reg64 reg_broadcast() const { return plan_.transposed ? reg_x : reg_dy; }
   const Opmask k_lanes = k1;
 
-  // Bytes between the weights of consecutive taps along D, H and W (in input order: negative when
-  // flipped) and of consecutive output channels.
+  // Bytes between the accumulators of consecutive taps along D, H and W (in input order: negative
+  // when flipped), of consecutive rows of a block, and of consecutive blocks of output channels:
+  // dw's (OHWI), or transposed the dw^T panels' ([block][tap][ic][oc_block]).
   int64_t dw_step(int dim) const {
-    int64_t step = plan_.in_channels * kFloatBytes;
+    int64_t step = plan_.in_channels * kFloatBytes * (plan_.transposed ? plan_.oc_block : 1);
     for (int d = dim + 1; d < 3; ++d) step *= plan_.taps[d];
     return plan_.flip ? -step : step;
   }
-  int64_t dw_channel_step() const { return plan_.reduction() * kFloatBytes; }
+  int64_t dw_row_step() const {
+    return plan_.transposed ? plan_.oc_block * kFloatBytes : plan_.reduction() * kFloatBytes;
+  }
+  int64_t dw_block_step() const { return plan_.oc_block * plan_.reduction() * kFloatBytes; }
 
   void emit_prologue() {
     emit_enter(*this, kLocalBytes * kLocals);
@@ -141,7 +153,7 @@ class Generator : public CodeGenerator {
                      dw_step(2) * (plan_.taps[2] - 1))));
     add(rax, ROWS(dw));
     mov(local(kDwRange), rax);
-    if (plan_.ic_tail_vectors > 0 && plan_.ic_tail_lanes < plan_.isa.lanes) emit_tail_lanes();
+    if (plan_.lane_tail()) emit_tail_lanes();
     mov(rax, PROBLEM(x_output_step));
     mov(rcx, PROBLEM(dy_output_step));
     shl(rax, kFloatBytesShift);
@@ -152,11 +164,11 @@ class Generator : public CodeGenerator {
 
   void emit_tail_lanes() {
     if (plan_.isa.opmask) {
-      mov(eax, (1 << plan_.ic_tail_lanes) - 1);
+      mov(eax, (1 << plan_.tail_lanes()) - 1);
       kmovw(k_lanes, eax);
       return;
     }
-    mov(eax, plan_.ic_tail_lanes);
+    mov(eax, plan_.tail_lanes());
     vmovd(Xmm(lane_mask().getIdx()), eax);
     vpbroadcastd(lane_mask(), Xmm(lane_mask().getIdx()));
     mov(rax, reinterpret_cast<size_t>(kLaneIndex));
@@ -170,6 +182,10 @@ class Generator : public CodeGenerator {
     mov(local(kXIc), rax);
     mov(rax, local(kDwRange));
     mov(local(kDwIc), rax);
+    if (plan_.transposed) {  // every input channel in each block's rows
+      emit_output_channel_blocks(0, false);
+      return;
+    }
     if (plan_.ic_full_blocks > 0) {
       Label block;
       mov(local(kIcBlocksLeft), int(plan_.ic_full_blocks));
@@ -186,8 +202,14 @@ class Generator : public CodeGenerator {
   }
 
   // The range's output channels: whole blocks while they fit, then the group's tail (the range
-  // ends there when it has one).
-  void emit_output_channel_blocks(int vectors, bool masked_last) {
+  // ends there when it has one). ic_vectors, masked_last: the input-channel block's (not
+  // transposed; transposed, the output channels' vectors and tail are the plan's).
+  void emit_output_channel_blocks(int ic_vectors, bool masked_last) {
+    const bool t = plan_.transposed;
+    const int full_rows = t ? int(plan_.in_channels) : plan_.oc_block, full_vectors = t ? plan_.oc_vectors : ic_vectors;
+    const int tail_rows = t ? int(plan_.in_channels) : plan_.oc_tail,
+              tail_vectors = t ? plan_.oc_tail_vectors : ic_vectors;
+    const bool full_masked = !t && masked_last, tail_masked = t ? plan_.lane_tail() : masked_last;
     Label full, tail, done;
     mov(rax, local(kOutChannels));
     mov(local(kOcLeft), rax);
@@ -198,23 +220,24 @@ class Generator : public CodeGenerator {
     L(full);
     cmp(local(kOcLeft), plan_.oc_block);
     jl(tail, T_NEAR);
-    emit_block(plan_.oc_block, vectors, masked_last);
+    emit_block(full_rows, full_vectors, full_masked);
     add(local(kDyBlock), plan_.oc_block * kFloatBytes);
-    add(local(kDwBlock), int(plan_.oc_block * dw_channel_step()));
+    add(local(kDwBlock), int(dw_block_step()));
     sub(local(kOcLeft), plan_.oc_block);
     jmp(full, T_NEAR);
     L(tail);
     if (plan_.oc_tail > 0) {
       cmp(local(kOcLeft), 0);
       je(done, T_NEAR);
-      emit_block(plan_.oc_tail, vectors, masked_last);
+      emit_block(tail_rows, tail_vectors, tail_masked);
     }
     L(done);
   }
 
-  // One register block: oc_rows output channels x `vectors` vectors of input channels, the last
-  // under the tail's lane mask when masked_last.
-  void emit_block(int oc_rows, int vectors, bool masked_last) {
+  // One register block: `rows` rows x `vectors` vectors, the last under the tail's lane mask when
+  // masked_last (output channels x vectors of input channels, or transposed input channels x
+  // vectors of output channels).
+  void emit_block(int rows, int vectors, bool masked_last) {
     Label plane, tap_row, column, row, output, next_column;
     mov(reg_x_tap, local(kXIc));
     mov(reg_dw_tap, local(kDwBlock));
@@ -229,7 +252,7 @@ class Generator : public CodeGenerator {
     L(column);
     cmp(COLUMN(count), 0);
     je(next_column, T_NEAR);
-    for (int i = 0; i < oc_rows; ++i) {
+    for (int i = 0; i < rows; ++i) {
       for (int v = 0; v < vectors; ++v) {
         emit_load(acc(i, v), weight_at(i, v), masked_last && v == vectors - 1);
       }
@@ -246,15 +269,15 @@ class Generator : public CodeGenerator {
     mov(reg_outputs_left, COLUMN(count));
     L(output);
     for (int v = 0; v < vectors; ++v) {
-      emit_load(input(v), ptr[reg_x + v * vector_bytes_], masked_last && v == vectors - 1);
+      emit_load(loaded(v), ptr[reg_loaded() + v * vector_bytes_], masked_last && v == vectors - 1);
     }
-    for (int i = 0; i < oc_rows; ++i) {
+    for (int i = 0; i < rows; ++i) {
       if (plan_.embedded_broadcast) {
-        vfmadd231ps(acc(i, 0), input(0), ptr_b[reg_dy + i * kFloatBytes]);
+        vfmadd231ps(acc(i, 0), loaded(0), ptr_b[reg_broadcast() + i * kFloatBytes]);
         continue;
       }
-      vbroadcastss(gradient(), ptr[reg_dy + i * kFloatBytes]);
-      for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(i, v), gradient(), input(v));
+      vbroadcastss(broadcast(), ptr[reg_broadcast() + i * kFloatBytes]);
+      for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(i, v), broadcast(), loaded(v));
     }
     add(reg_x, reg_x_step);
     add(reg_dy, reg_dy_step);
@@ -264,7 +287,7 @@ class Generator : public CodeGenerator {
     add(reg_dy_row, local(kDyRowStep));
     dec(reg_rows_left);
     jnz(row, T_NEAR);
-    for (int i = 0; i < oc_rows; ++i) {
+    for (int i = 0; i < rows; ++i) {
       for (int v = 0; v < vectors; ++v) {
         emit_store(weight_at(i, v), acc(i, v), masked_last && v == vectors - 1);
       }
@@ -286,7 +309,7 @@ class Generator : public CodeGenerator {
     jnz(plane, T_NEAR);
   }
 
-  Address weight_at(int i, int v) const { return ptr[reg_dw_tap + int(i * dw_channel_step()) + v * vector_bytes_]; }
+  Address weight_at(int i, int v) const { return ptr[reg_dw_tap + int(i * dw_row_step()) + v * vector_bytes_]; }
 
   void emit_load(Xmm to, const Address& at, bool masked) {
     emit_vector_load(*this, plan_.isa, {k_lanes, lane_mask()}, to, at, masked);
@@ -303,6 +326,42 @@ class Generator : public CodeGenerator {
 #undef ROWS_AT
 #undef ROWS
 #undef PROBLEM
+
+// The code buffer: per emitted block its accumulators' loads and stores, one output's loads,
+// broadcasts and FMAs, and its loops, in instructions of at most 12 bytes.
+size_t code_bytes(const FilterPlan& plan, int blocks) {
+  const int accumulators = plan.block_rows() * plan.block_vectors();
+  const int per_output = plan.block_vectors() + plan.block_rows() * (1 + plan.block_vectors());
+  constexpr int kLoopInstructions = 40;
+  return kFrameCodeBytes + size_t(blocks) * 12 * size_t(2 * accumulators + per_output + kLoopInstructions);
+}
+
+// Output channels in the lanes: every input channel a row, as many vectors of output channels as
+// fit beside each row's accumulators and the loaded dy vectors (up to 4), then the tail block.
+// False (the plan untouched) where a group's panels would not fit the driver's scratch.
+bool plan_transposed(FilterPlan* plan) {
+  const int lanes = plan->isa.lanes;
+  const bool mask_register = !plan->isa.opmask && plan->out_channels % lanes != 0;
+  const int free_registers = plan->isa.vector_registers - 1 - (mask_register ? 1 : 0);
+  const int oc_vectors =
+      int(std::min<int64_t>({4, (plan->out_channels + lanes - 1) / lanes, free_registers / (plan->in_channels + 1)}));
+  const int64_t oc_block = int64_t(oc_vectors) * lanes;
+  if ((plan->out_channels + oc_block - 1) / oc_block * oc_block * plan->reduction() > CONVJIT_FILTER_MAX_PANEL_FLOATS) {
+    return false;
+  }
+  plan->transposed = true;
+  plan->oc_vectors = oc_vectors;
+  plan->oc_block = int(oc_block);
+  plan->oc_tail = int(plan->out_channels % plan->oc_block);
+  plan->oc_tail_vectors = (plan->oc_tail + lanes - 1) / lanes;
+  plan->oc_tail_lanes = plan->oc_tail > 0 ? plan->oc_tail - (plan->oc_tail_vectors - 1) * lanes : 0;
+  plan->embedded_broadcast = plan->isa.opmask && plan->oc_vectors == 1;
+  plan->vector_registers_used = plan->block_rows() * plan->oc_vectors + plan->oc_vectors +
+                                (plan->embedded_broadcast ? 0 : 1) + (mask_register ? 1 : 0);
+  assert(plan->vector_registers_used <= plan->isa.vector_registers);
+  plan->code_bytes = code_bytes(*plan, plan->oc_tail > 0 ? 2 : 1);
+  return true;
+}
 
 }  // namespace
 
@@ -328,6 +387,7 @@ FilterPlan plan_filter_nhwc(const SpecKey& key) {
   if (!plan.unsupported.empty()) return plan;
 
   const int lanes = plan.isa.lanes;
+  if (2 * plan.in_channels < lanes && plan_transposed(&plan)) return plan;
   plan.ic_vectors = int(std::min<int64_t>(max_ic_vectors(plan.isa), (plan.in_channels + lanes - 1) / lanes));
   const int64_t block_channels = int64_t(plan.ic_vectors) * lanes;
   plan.ic_full_blocks = plan.in_channels / block_channels;
@@ -343,15 +403,9 @@ FilterPlan plan_filter_nhwc(const SpecKey& key) {
       plan.oc_block * plan.ic_vectors + plan.ic_vectors + (plan.embedded_broadcast ? 0 : 1) + (mask_register ? 1 : 0);
   assert(plan.vector_registers_used <= plan.isa.vector_registers);
 
-  // Blocks emitted: (whole, tail) output-channel blocks x (whole, tail) input-channel blocks, each
-  // its weights' loads and stores, one output's loads, broadcasts and FMAs, and its loops, in
-  // instructions of at most 12 bytes.
-  const int blocks =
-      (plan.oc_tail > 0 ? 2 : 1) * ((plan.ic_full_blocks > 0 ? 1 : 0) + (plan.ic_tail_vectors > 0 ? 1 : 0));
-  const int accumulators = plan.oc_block * plan.ic_vectors;
-  const int per_output = plan.ic_vectors + plan.oc_block * (1 + plan.ic_vectors);
-  constexpr int kLoopInstructions = 40;
-  plan.code_bytes = kFrameCodeBytes + size_t(blocks) * 12 * size_t(2 * accumulators + per_output + kLoopInstructions);
+  // Blocks emitted: (whole, tail) output-channel blocks x (whole, tail) input-channel blocks.
+  plan.code_bytes = code_bytes(
+      plan, (plan.oc_tail > 0 ? 2 : 1) * ((plan.ic_full_blocks > 0 ? 1 : 0) + (plan.ic_tail_vectors > 0 ? 1 : 0)));
   return plan;
 }
 
@@ -366,6 +420,7 @@ bool generate_conv_bwd_filter_nhwc(const SpecKey& key, CompiledKernel* out, std:
       [&](Xbyak::CodeGenerator& generator) {
         out->filter.compute = generator.getCode<convjit_filter_rows_fn>();
         out->filter.oc_block = plan.oc_block;
+        out->filter.transposed = plan.transposed ? 1 : 0;
       },
       out, error);
 }

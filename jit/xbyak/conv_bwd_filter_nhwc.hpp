@@ -14,25 +14,39 @@
 
 namespace convjit::jit::xbyak {
 
-// Everything the emitter decides before it emits. The vector register map: oc_block x
-// ic_vectors accumulators, then the input vectors of one output, then dy's broadcast channel (none
-// where it is broadcast inside the FMA), then (AVX2 with an input-channel tail) the tail's lane mask.
+// Everything the emitter decides before it emits. Two orientations of the register block: the
+// input channels in the lanes (rows: output channels, each dy channel broadcast), or, where they
+// would fill under half a vector, the output channels in the lanes (rows: every input channel,
+// each x channel broadcast), accumulating dw^T panels (filter_rows_abi.h). The vector register
+// map: block_rows() x block_vectors() accumulators, then the loaded vectors of one output, then the
+// broadcast (none where it is broadcast inside the FMA), then AVX2's tail lane mask.
 struct FilterPlan {
   IsaTraits isa;
   int64_t taps[3] = {0, 0, 0};  // the kernel's D, H, W
   bool flip = false;
   int64_t in_channels = 0, out_channels = 0;  // per group
-  int oc_block = 0;                           // output channels per register block (<= out_channels)
+  bool transposed = false;                    // the output channels in the lanes
+  int oc_block = 0;                           // output channels per register block (<= out_channels unless transposed)
   int oc_tail = 0;                            // output channels of the group's last block, 0: none
-  int ic_vectors = 0;                         // vectors of input channels per full block
+  int ic_vectors = 0;                         // not transposed: vectors of input channels per full block
   int64_t ic_full_blocks = 0;
   int ic_tail_vectors = 0;  // vectors of the block after the full ones, 0: none
   int ic_tail_lanes = 0;    // lanes of that block's last vector (its others are full)
-  bool embedded_broadcast = false;  // one vector: each dy channel broadcast inside its FMA (AVX-512)
-  size_t code_bytes = 0;    // the code buffer: frame + an upper bound per emitted block
+  int oc_vectors = 0;       // transposed: vectors of output channels per full block
+  int oc_tail_vectors = 0;  // transposed: vectors of the tail block, and its last vector's lanes
+  int oc_tail_lanes = 0;
+  bool embedded_broadcast = false;  // one vector: each broadcast inside its FMA (AVX-512)
+  size_t code_bytes = 0;            // the code buffer: frame + an upper bound per emitted block
   int vector_registers_used = 0;
   std::string unsupported;  // why the key is not generated, or empty
   int64_t reduction() const { return taps[0] * taps[1] * taps[2] * in_channels; }
+  int block_rows() const { return transposed ? int(in_channels) : oc_block; }
+  int block_vectors() const { return transposed ? oc_vectors : ic_vectors; }
+  int tail_lanes() const { return transposed ? oc_tail_lanes : ic_tail_lanes; }  // the lane mask's
+  bool lane_tail() const {
+    return transposed ? oc_tail_vectors > 0 && oc_tail_lanes < isa.lanes
+                      : ic_tail_vectors > 0 && ic_tail_lanes < isa.lanes;
+  }
 };
 FilterPlan plan_filter_nhwc(const SpecKey& key);
 

@@ -70,17 +70,9 @@ class XbyakBackend : public Backend {
     return cap >= Isa::Avx512 && host_has(Isa::Avx512) ? Isa::Avx512 : Isa::Avx2Fma;
   }
 
-  // Backward-filter rows vectorize the input channels: with fewer than half a vector of them they
-  // lose to tier 0's panels of (tap, channel) pairs (bench/RESULTS.md, "Session 10").
   std::string rows_decline_reason(const SpecKey& key) const override {
-    if (key.op != CONVJIT_OP_CONV_BACKWARD_FILTER) return xbyak::plan_pool_nhwc(key).unsupported;
-    const xbyak::FilterPlan plan = xbyak::plan_filter_nhwc(key);
-    if (!plan.unsupported.empty()) return plan.unsupported;
-    if (2 * key.ic_per_group < plan.isa.lanes) {
-      return "conv_bwd_filter with " + std::to_string(key.ic_per_group) + " input channels per group, under half of " +
-             std::to_string(plan.isa.lanes) + " lanes: tier 0 packs (tap, channel) pairs into whole vectors";
-    }
-    return {};
+    return key.op == CONVJIT_OP_CONV_BACKWARD_FILTER ? xbyak::plan_filter_nhwc(key).unsupported
+                                                     : xbyak::plan_pool_nhwc(key).unsupported;
   }
 
   bool compile(const SpecKey& key, CompiledKernel* out, std::string* error) override {

@@ -55,6 +55,8 @@ constexpr int64_t kFilterPixelsPerCall = 128;
 
 }  // namespace
 
+static_assert(CONVJIT_FILTER_MAX_PANEL_FLOATS <= kScratchFloats, "a range's panels fit the thread's scratch");
+
 void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw,
                                    const convjit_filter_kernel& kernel) {
   convjit_filter_problem problem{};
@@ -79,10 +81,14 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
     const int64_t group = task / oc_chunks, oc0 = task % oc_chunks * chunk_blocks * kernel.oc_block;
     const int64_t oc1 = std::min(g.oc_per_group, oc0 + chunk_blocks * kernel.oc_block);
     float* dw_range = dw + (group * g.oc_per_group + oc0) * g.reduction;
-    std::fill(dw_range, dw_range + (oc1 - oc0) * g.reduction, 0.0f);
+    // A transposed kernel's dw^T panels: one per block of the range, [tap][ic][oc_block].
+    const int64_t panel = kernel.oc_block * g.reduction;
+    const int64_t panels = kernel.transposed ? (oc1 - oc0 + kernel.oc_block - 1) / kernel.oc_block * panel : 0;
+    float* sums = kernel.transposed ? thread_scratch(size_t(panels)) : dw_range;
+    std::fill(sums, sums + (kernel.transposed ? panels : (oc1 - oc0) * g.reduction), 0.0f);
     convjit_filter_column columns[CONVJIT_FILTER_MAX_COLUMNS];
     convjit_filter_rows call{};
-    call.dw = dw_range;
+    call.dw = sums;
     call.columns = columns;
     call.out_channels = oc1 - oc0;
     for (int64_t n = 0; n < g.batch; ++n) {
@@ -111,6 +117,10 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
           }
         }
       }
+    }
+    for (int64_t oc = 0; kernel.transposed && oc < oc1 - oc0; ++oc) {
+      const float* column = sums + oc / kernel.oc_block * panel + oc % kernel.oc_block;
+      for (int64_t k = 0; k < g.reduction; ++k) dw_range[oc * g.reduction + k] = column[k * kernel.oc_block];
     }
   });
 }

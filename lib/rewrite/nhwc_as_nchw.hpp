@@ -43,7 +43,7 @@ void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& p
 // the same bits. Tier 0 runs the NCHW problem itself.
 bool nchw_backward_filter_can_run_as_nhwc(const ConvGeometry& g);
 ConvGeometry backward_filter_nhwc_twin(const convjit_conv_params& params);
-// runs: the twin, or the problem the twin runs as (lib/rewrite/merged_w_taps.hpp).
+// runs: the twin (backward_filter_nhwc_twin).
 void backward_filter_as_nhwc(const ConvGeometry& g, const ConvGeometry& runs, int threads, const float* x,
                              const float* dy, float* dw, const convjit_filter_kernel& compiled);
 

@@ -2,7 +2,6 @@
 
 #include "backward_as_forward.hpp"
 #include "describe.hpp"
-#include "merged_w_taps.hpp"
 #include "nhwc_as_nchw.hpp"
 #include "ops_internal.hpp"
 
@@ -70,7 +69,6 @@ std::string filter_rows_problem(const ConvGeometry& g, const convjit_conv_params
   } else {
     *runs = g;
   }
-  if (backward_filter_merges_w_taps(*runs)) *runs = with_w_taps_merged(*runs);
   return {};
 }
 

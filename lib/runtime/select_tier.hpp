@@ -42,8 +42,7 @@ std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const ji
                                       const jit::SpecKey& key);
 
 // The NHWC problem whose compiled backward-filter rows run g (g itself, or the NHWC twin of an
-// NCHW g on transposed copies: lib/rewrite/nhwc_as_nchw.hpp; with few input channels its W taps
-// merged into them: lib/rewrite/merged_w_taps.hpp), or why none gives tier 0's bits:
+// NCHW g on transposed copies: lib/rewrite/nhwc_as_nchw.hpp), or why none gives tier 0's bits:
 // the rows keep the chain of tier 0's register tile, and depthwise and few channels run tier 0's
 // own kernels (NHWC's channels-in-lanes kernel, the direct kernel on NCHW or the NCHW twin),
 // which sum in other orders; an NCHW problem's copies may also be too large or too costly. Such a configuration

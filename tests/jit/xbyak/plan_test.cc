@@ -153,6 +153,8 @@ TEST(XbyakPlans, PoolPlansFitTheIsasRegisters) {
 // Backward-filter rows: blocks within the ISA's registers, as many output channels as fit beside
 // the input vectors (up to 12, at most the group's), full input-channel blocks and a tail that
 // together cover the group's channels, and a code buffer growing with the blocks it must emit;
+// under half a vector of input channels, the output channels in the lanes (every input channel a
+// row, as many output vectors as fit, up to 4, the tail covering the rest);
 // NCHW keys, W kernels beyond the driver's columns and other ops refused with the reason.
 TEST(XbyakPlans, FilterPlansFitTheIsasRegistersAndCoverTheChannels) {
   for (jit::Isa isa : kIsas) {
@@ -166,6 +168,20 @@ TEST(XbyakPlans, FilterPlansFitTheIsasRegistersAndCoverTheChannels) {
         ASSERT_EQ(plan.unsupported, "");
         const int lanes = plan.isa.lanes;
         EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
+        EXPECT_EQ(plan.transposed, 2 * ic < lanes) << "the output channels in the lanes under half a vector of inputs";
+        if (plan.transposed) {
+          EXPECT_EQ(plan.block_rows(), ic);
+          EXPECT_EQ(plan.oc_block, plan.oc_vectors * lanes);
+          EXPECT_EQ(plan.oc_vectors,
+                    std::min<int64_t>(
+                        {4, (oc + lanes - 1) / lanes,
+                         (plan.isa.vector_registers - 1 - (plan.isa.opmask || oc % lanes == 0 ? 0 : 1)) / (ic + 1)}));
+          EXPECT_EQ(plan.oc_tail, oc % plan.oc_block);
+          EXPECT_EQ(plan.oc_tail_vectors > 0 ? (plan.oc_tail_vectors - 1) * lanes + plan.oc_tail_lanes : 0,
+                    plan.oc_tail);
+          EXPECT_LE(plan.oc_tail_lanes, lanes);
+          continue;
+        }
         EXPECT_EQ(plan.ic_vectors, std::min<int64_t>(isa == jit::Isa::Avx512 ? 4 : 2, (ic + lanes - 1) / lanes));
         // Another output channel would not fit beside the accumulators, or the block is full.
         const bool more_fit = plan.vector_registers_used + plan.ic_vectors <= plan.isa.vector_registers;

@@ -417,12 +417,12 @@ TEST(EveryOp, BackwardFilterReachesTheJitTier) {
   }
   EXPECT_GE(compiled, 16) << "too few backward-filter problems reached a compiled kernel";
   EXPECT_GE(declined, 1) << "no problem kept tier 0's own kernel";
-  // Three input channels (a network's first layer), no padding along W: the W taps merged into
-  // the channels (lib/rewrite/merged_w_taps.hpp), a key of one W tap and 9 channels.
-  const ConvDims stem = conv(2, Layout::NHWC, 2, 3, 32, 1, {20, 21, 1}, {3, 3, 1}, {1, 1, 1}, {1, 0, 0});
+  // Three input channels (a network's first layer, here strided and padded): the output channels
+  // in the lanes (a transposed plan), through the runtime.
+  const ConvDims stem = conv(2, Layout::NHWC, 2, 3, 32, 1, {21, 23, 1}, {7, 7, 1}, {2, 2, 1}, {3, 3, 0});
   const ConfigStats c = three_calls_as_generic(generic, conv_call(Op::ConvBackwardFilter, stem, 0xB0E0), 2);
   EXPECT_EQ(c.state, "jit") << c.failure;
-  EXPECT_NE(c.kernel.find("d_bwd_filter_f32_k3x1_s1_nhwc_c9to32"), std::string::npos) << c.kernel;
+  EXPECT_NE(c.kernel.find("d_bwd_filter_f32_k7x7_s2_nhwc_c3to32"), std::string::npos) << c.kernel;
 }
 
 // NCHW backward filter runs as its NHWC twin on the compiled rows where the copies cost little
