@@ -71,21 +71,50 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
   const int64_t rows_per_call = std::max<int64_t>(1, kFilterPixelsPerCall / g.out[2]);
   const int64_t segment = std::min(g.out[2], kFilterPixelsPerCall);
 
-  // Tasks: (group, a range of whole register blocks of output channels), enough to keep every
-  // thread busy; each reads the group's whole x, in image and row order.
+  // Tasks: (group, a range of whole register blocks of output channels, a range of H taps), enough
+  // to keep every thread busy; each reads the group's whole x, in image and row order. The taps
+  // split only where the threads outnumber the channel blocks (a first layer's one or two), as each
+  // range of them reads dy once more.
   const int64_t oc_blocks = (g.oc_per_group + kernel.oc_block - 1) / kernel.oc_block;
-  const int64_t wanted_chunks = std::clamp<int64_t>((tasks_wanted(threads) + g.groups - 1) / g.groups, 1, oc_blocks);
+  const int64_t wanted = tasks_wanted(threads);
+  const int64_t wanted_chunks = std::clamp<int64_t>((wanted + g.groups - 1) / g.groups, 1, oc_blocks);
   const int64_t chunk_blocks = (oc_blocks + wanted_chunks - 1) / wanted_chunks;
   const int64_t oc_chunks = (oc_blocks + chunk_blocks - 1) / chunk_blocks;
-  parallel_for(threads, g.groups * oc_chunks, g.flops(), [&](int64_t task) {
-    const int64_t group = task / oc_chunks, oc0 = task % oc_chunks * chunk_blocks * kernel.oc_block;
+  const int64_t wanted_tap_chunks =
+      g.groups * oc_chunks >= threads
+          ? 1
+          : std::clamp<int64_t>((wanted + g.groups * oc_chunks - 1) / (g.groups * oc_chunks), 1, g.kernel[1]);
+  const int64_t chunk_taps = (g.kernel[1] + wanted_tap_chunks - 1) / wanted_tap_chunks;
+  const int64_t tap_chunks = (g.kernel[1] + chunk_taps - 1) / chunk_taps;
+  // The dw elements of a task's taps [h0, h1) (input order) among a channel's: per D tap, the
+  // weights of those H taps (reversed in convolution mode) with every W tap and input channel,
+  // consecutive in OHWI.
+  auto for_each_tap_span = [&](int64_t h0, int64_t h1, auto&& span) {
+    const int64_t w0 = g.flip ? g.kernel[1] - h1 : h0, w1 = g.flip ? g.kernel[1] - h0 : h1;
+    const int64_t per_h_tap = g.kernel[2] * g.ic_per_group;
+    for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+      span((kd * g.kernel[1] + w0) * per_h_tap, (kd * g.kernel[1] + w1) * per_h_tap);
+  };
+  parallel_for(threads, g.groups * oc_chunks * tap_chunks, g.flops(), [&](int64_t task) {
+    const int64_t tap_chunk = task % tap_chunks, oc_chunk = task / tap_chunks % oc_chunks;
+    const int64_t group = task / tap_chunks / oc_chunks;
+    const int64_t oc0 = oc_chunk * chunk_blocks * kernel.oc_block;
     const int64_t oc1 = std::min(g.oc_per_group, oc0 + chunk_blocks * kernel.oc_block);
+    const int64_t h0 = tap_chunk * chunk_taps, h1 = std::min(g.kernel[1], h0 + chunk_taps);
     float* dw_range = dw + (group * g.oc_per_group + oc0) * g.reduction;
     // A transposed kernel's dw^T panels: one per block of the range, [tap][ic][oc_block].
     const int64_t panel = kernel.oc_block * g.reduction;
     const int64_t panels = kernel.transposed ? (oc1 - oc0 + kernel.oc_block - 1) / kernel.oc_block * panel : 0;
     float* sums = kernel.transposed ? thread_scratch(size_t(panels)) : dw_range;
-    std::fill(sums, sums + (kernel.transposed ? panels : (oc1 - oc0) * g.reduction), 0.0f);
+    if (kernel.transposed) {
+      std::fill(sums, sums + panels, 0.0f);
+    } else {
+      for (int64_t oc = 0; oc < oc1 - oc0; ++oc) {
+        for_each_tap_span(h0, h1, [&](int64_t k0, int64_t k1) {
+          std::fill(sums + oc * g.reduction + k0, sums + oc * g.reduction + k1, 0.0f);
+        });
+      }
+    }
     convjit_filter_column columns[CONVJIT_FILTER_MAX_COLUMNS];
     convjit_filter_rows call{};
     call.dw = sums;
@@ -98,11 +127,17 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
         if (call.tap_begin[0] == call.tap_end[0]) continue;
         const int64_t input_plane = od * g.stride[0] - g.pad_begin[0] + call.tap_begin[0] * g.dilation[0];
         for (int64_t oh = 0; oh < g.out[1]; oh += call.rows) {
-          real_taps(g, 1, oh, &call.tap_begin[1], &call.tap_end[1]);
-          // The rows after oh with the same real taps along H, up to rows_per_call.
+          // The task's real taps along H of output row oh.
+          auto task_taps = [&](int64_t row, int64_t* begin, int64_t* end) {
+            real_taps(g, 1, row, begin, end);
+            *begin = std::max(*begin, h0);
+            *end = std::max(*begin, std::min(*end, h1));
+          };
+          task_taps(oh, &call.tap_begin[1], &call.tap_end[1]);
+          // The rows after oh with the same taps along H, up to rows_per_call.
           call.rows = 1;
           for (int64_t begin, end; call.rows < rows_per_call && oh + call.rows < g.out[1]; ++call.rows) {
-            real_taps(g, 1, oh + call.rows, &begin, &end);
+            task_taps(oh + call.rows, &begin, &end);
             if (begin != call.tap_begin[1] || end != call.tap_end[1]) break;
           }
           if (call.tap_begin[1] == call.tap_end[1]) continue;
@@ -120,7 +155,9 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
     }
     for (int64_t oc = 0; kernel.transposed && oc < oc1 - oc0; ++oc) {
       const float* column = sums + oc / kernel.oc_block * panel + oc % kernel.oc_block;
-      for (int64_t k = 0; k < g.reduction; ++k) dw_range[oc * g.reduction + k] = column[k * kernel.oc_block];
+      for_each_tap_span(h0, h1, [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1; ++k) dw_range[oc * g.reduction + k] = column[k * kernel.oc_block];
+      });
     }
   });
 }

@@ -38,12 +38,11 @@ void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& p
 
 // And the other way: an NCHW backward filter whose NHWC twin runs on compiled rows runs as that
 // twin on NHWC copies of x and dy, its OHWI dw transposed back to OIHW, where the copies fit and
-// cost little next to its flops. Each
-// dw element is the chain of NCHW's register tile (over the images and output pixels in order):
-// the same bits. Tier 0 runs the NCHW problem itself.
+// cost little next to its flops. Each dw element is the chain of NCHW's register tile (over the
+// images and output pixels in order): the same bits. Tier 0 runs the NCHW problem itself.
 bool nchw_backward_filter_can_run_as_nhwc(const ConvGeometry& g);
 ConvGeometry backward_filter_nhwc_twin(const convjit_conv_params& params);
-// runs: the twin (backward_filter_nhwc_twin).
+// runs: the twin (backward_filter_nhwc_twin), as the caller built it to key the kernel.
 void backward_filter_as_nhwc(const ConvGeometry& g, const ConvGeometry& runs, int threads, const float* x,
                              const float* dy, float* dw, const convjit_filter_kernel& compiled);
 

@@ -7,7 +7,8 @@
 // (the rest of backward data, Lp pooling) are counted, timed and declined the
 // same way, and run on tier 0.
 // Max and mean pooling, forward and backward, take compiled rows where the backend compiles them
-// (Xbyak), and so does NHWC backward filter on its register tile.
+// (Xbyak), and so does backward filter (NHWC itself, NCHW as its NHWC twin) where tier 0 would
+// run its register tile.
 #include <chrono>
 #include <cstdio>
 
