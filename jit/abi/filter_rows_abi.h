@@ -39,6 +39,7 @@ typedef struct convjit_filter_column {
   int64_t count;
   int64_t x_offset;  /* from a row's input at W 0 to tap kw of the first of them */
   int64_t dy_offset; /* from a row's first output of the call to the first of them */
+  int64_t before, after; /* depthwise kernels: of the count, those before the call's interior and after it */
 } convjit_filter_column;
 
 typedef struct convjit_filter_rows {
@@ -50,6 +51,10 @@ typedef struct convjit_filter_rows {
   int64_t tap_begin[2], tap_end[2];     /* the real D and H taps of every row: [begin, end), not empty */
   const convjit_filter_column* columns; /* kernel[2] entries */
   int64_t out_channels;                 /* of the range */
+  /* Depthwise kernels: the call's outputs along W whose every tap is real (the interior: count 0,
+   * none; then every column's outputs come before it), from a row's input at W 0 to the first
+   * one's input of tap 0, and from the row's first output of the call to it. */
+  int64_t interior_count, interior_x_offset, interior_dy_offset;
 } convjit_filter_rows;
 
 typedef void (*convjit_filter_rows_fn)(const convjit_filter_problem* problem, const convjit_filter_rows* rows);
@@ -65,6 +70,14 @@ typedef struct convjit_filter_kernel {
    * output channels, [tap (layout order)][input channel][oc_block] floats (a tail block's lanes
    * beyond the group unused); the driver zeroes the panels and transposes them into dw. */
   int32_t transposed;
+  /* 1 (transposed too): a depthwise problem's kernel (one input and one output channel per group).
+   * Its output channels are the problem's groups, and lane l of a block reads x at the block's
+   * channel l (the same channel as dy's), not a broadcast: rows->x is at the range's first channel,
+   * and the driver treats the groups as one group of that many output channels. Every W tap of a
+   * D and H tap is summed at once over a row's interior; each column's outputs before and after
+   * it run on their own, so each chain still goes over the outputs in order. x is dense (its
+   * pixels the groups' channels apart). */
+  int32_t depthwise;
 } convjit_filter_kernel;
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 #include "spec_key.hpp"
 
 #include <algorithm>
+#include <climits>
 
 namespace convjit::jit {
 
@@ -41,7 +42,11 @@ std::string SpecKey::name() const {
   if (flip) n += "_flip";
   if (layout == CONVJIT_NCHW && oc_class < 4) n += "_oc" + std::to_string(oc_class);
   if (layout == CONVJIT_NHWC && oc_class == kNhwcWideClass) n += "_oc32up";
-  if (ic_per_group) n += "_c" + std::to_string(ic_per_group) + "to" + std::to_string(oc_per_group);
+  if (depthwise_groups) {
+    n += "_dw" + std::to_string(depthwise_groups);
+  } else if (ic_per_group) {
+    n += "_c" + std::to_string(ic_per_group) + "to" + std::to_string(oc_per_group);
+  }
   if (in[2]) n += "_i" + dims(in);
   if (relu) n += "_relu";
   return n + "__" + isa_name(isa);
@@ -100,6 +105,9 @@ SpecKey make_filter_spec_key(const convjit_conv_problem& p, int32_t rank, Isa is
   }
   k.ic_per_group = p.ic_per_group;
   k.oc_per_group = p.oc_per_group;
+  if (p.ic_per_group == 1 && p.oc_per_group == 1) {
+    k.depthwise_groups = int32_t(std::min<int64_t>(p.groups, INT32_MAX));
+  }
   return k;
 }
 

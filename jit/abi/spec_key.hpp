@@ -30,7 +30,10 @@ struct SpecKey {
   // channels by up to 4). NHWC: kNhwcNarrowClass or kNhwcWideClass (its kernels block 16 or 32).
   // Pooling: 0.
   int32_t oc_class;
-  int32_t unused = 0;  // with the above, eight 32-bit fields: no padding bytes, so memcmp compares keys
+  // Backward filter of a depthwise problem (one input and one output channel per group): its
+  // groups, whose channels fill the lanes (saturated; the plan declines beyond its limit); else 0.
+  // With the above, eight 32-bit fields: no padding bytes, so memcmp compares keys.
+  int32_t depthwise_groups = 0;
   int64_t kernel[3], stride[3], dilation[3];  // normalized D, H, W (pooling: the window's)
   // Sizes, when the policy specializes on them; 0 = runtime.
   int64_t ic_per_group = 0, oc_per_group = 0, in[3] = {0, 0, 0};
@@ -38,7 +41,7 @@ struct SpecKey {
   bool operator==(const SpecKey& other) const { return std::memcmp(this, &other, sizeof *this) == 0; }
   uint64_t hash() const;
   // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx512", "maxpool2d_bwd_f32_k3x3_s2_nhwc__avx512",
-  // "conv2d_bwd_filter_f32_k3x3_s1_nhwc_c64to64__avx512":
+  // "conv2d_bwd_filter_f32_k3x3_s1_nhwc_c64to64__avx512", "conv2d_bwd_filter_f32_k3x3_s1_nhwc_dw128__avx512":
   // the JIT symbol, the verbose line, the stats and the benchmark name.
   std::string name() const;
 };
@@ -48,7 +51,8 @@ SpecKey make_spec_key(const convjit_conv_problem& problem, int32_t rank, bool re
 // op: max or mean pooling, forward or backward (CONVJIT_OP_MAXPOOL_FORWARD ...); NHWC.
 SpecKey make_pool_spec_key(const convjit_pool_problem& problem, int32_t op, int32_t rank, Isa isa);
 // Backward filter: specialized on the channels per group always (its register block is a block of
-// dw, output by input channels, so both counts' tails are code), the spatial sizes stay runtime.
+// dw, output by input channels, so both counts' tails are code), and a depthwise problem on its
+// groups (they fill the lanes); the spatial sizes stay runtime.
 SpecKey make_filter_spec_key(const convjit_conv_problem& problem, int32_t rank, Isa isa);
 
 }  // namespace convjit::jit

@@ -44,6 +44,14 @@ static_assert(kMaxTaps * kMaxChannels * kFloatBytes * kMaxOcBlock <= INT_MAX);
 // vectors (then the tail block), the same nest with the roles swapped:
 //       g[v] = dy[r][o][oc vector v]; for each input channel i: acc[i][v] = fma(x[..][i], g[v], acc[i][v])
 //     into the block's dw^T panel, panel[tap][ic i][oc vector v].
+// Depthwise (transposed, the groups' channels in the lanes, x loaded at dy's channels), per real D
+// and H tap with every tap kw along W in registers:
+//     acc[kw][v] = panel[tap (d, h, kw)][channel vector v]
+//     for each row r:
+//       for each kw, each output o of column kw before the interior: acc[kw][v] = fma(x[tap kw at o][v], dy[r][o][v],
+//       acc[kw][v]) for each output o of the interior: g[v] = dy[r][o][v]; for each kw: acc[kw][v] = fma(x[tap kw at
+//       o][v], g[v], acc[kw][v]) for each kw, each output o of column kw after the interior: as before it
+//     panel[tap (d, h, kw)][v] = acc[kw][v]
 // tap (d, h, kw)'s weight is the flipped tap in convolution mode.
 class Generator : public CodeGenerator {
  public:
@@ -81,10 +89,16 @@ class Generator : public CodeGenerator {
     kDwIc,
     kIcBlocksLeft,  // the current input-channel block's
     kOcLeft,
+    kXBlock,
     kDyBlock,
     kDwBlock,  // the current output-channel block's
     kXPlane,
     kDwPlane,  // the current D tap's
+    kInteriorCount,
+    kInteriorX,
+    kInteriorDy,  // depthwise: the call's interior (offsets in bytes)
+    kXInteriorEnd,
+    kDyInteriorEnd,  // depthwise: where the current row's interior ended
     kLocals
   };
   Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
@@ -141,6 +155,12 @@ class Generator : public CodeGenerator {
     mov(local(kXOrigin), rax);
     mov(rax, ROWS(dy));
     mov(local(kDyRange), rax);
+    if (plan_.depthwise) {
+      mov(rax, ROWS(interior_count));
+      mov(local(kInteriorCount), rax);
+      bytes_of(kInteriorX, ROWS(interior_x_offset));
+      bytes_of(kInteriorDy, ROWS(interior_dy_offset));
+    }
     // The weights of tap (tap_begin[0], tap_begin[1], 0): flipped, its weight counts from the end.
     xor_(rax, rax);
     for (int d = 0; d < 2; ++d) {
@@ -213,6 +233,8 @@ class Generator : public CodeGenerator {
     Label full, tail, done;
     mov(rax, local(kOutChannels));
     mov(local(kOcLeft), rax);
+    mov(rax, local(kXIc));
+    mov(local(kXBlock), rax);
     mov(rax, local(kDyRange));
     mov(local(kDyBlock), rax);
     mov(rax, local(kDwIc));
@@ -220,7 +242,8 @@ class Generator : public CodeGenerator {
     L(full);
     cmp(local(kOcLeft), plan_.oc_block);
     jl(tail, T_NEAR);
-    emit_block(full_rows, full_vectors, full_masked);
+    emit_any_block(full_rows, full_vectors, full_masked);
+    if (plan_.depthwise) add(local(kXBlock), plan_.oc_block * kFloatBytes);
     add(local(kDyBlock), plan_.oc_block * kFloatBytes);
     add(local(kDwBlock), int(dw_block_step()));
     sub(local(kOcLeft), plan_.oc_block);
@@ -229,24 +252,55 @@ class Generator : public CodeGenerator {
     if (plan_.oc_tail > 0) {
       cmp(local(kOcLeft), 0);
       je(done, T_NEAR);
-      emit_block(tail_rows, tail_vectors, tail_masked);
+      emit_any_block(tail_rows, tail_vectors, tail_masked);
     }
     L(done);
+  }
+
+  void emit_any_block(int rows, int vectors, bool masked_last) {
+    if (plan_.depthwise) {
+      emit_depthwise_block(vectors, masked_last);
+    } else {
+      emit_block(rows, vectors, masked_last);
+    }
   }
 
   // One register block: `rows` rows x `vectors` vectors, the last under the tail's lane mask when
   // masked_last (output channels x vectors of input channels, or transposed input channels x
   // vectors of output channels).
-  void emit_block(int rows, int vectors, bool masked_last) {
-    Label plane, tap_row, column, row, output, next_column;
-    mov(reg_x_tap, local(kXIc));
+  // The block's real D and H taps in input order around tap_row(), which emits one H tap's work
+  // from reg_x_tap (the tap's first row's input at W 0) and reg_dw_tap (its weights of W tap 0),
+  // leaving reg_dw_tap at the next H tap's.
+  template <typename TapRow>
+  void emit_real_taps(TapRow&& tap_row) {
+    Label plane, h_tap;
+    mov(reg_x_tap, local(kXBlock));
     mov(reg_dw_tap, local(kDwBlock));
     mov(reg_d_taps_left, local(kTapsD));
     L(plane);
     mov(local(kXPlane), reg_x_tap);
     mov(local(kDwPlane), reg_dw_tap);
     mov(reg_h_taps_left, local(kTapsH));
-    L(tap_row);
+    L(h_tap);
+    tap_row();
+    add(reg_x_tap, local(kXTapStepH));
+    dec(reg_h_taps_left);
+    jnz(h_tap, T_NEAR);
+    mov(reg_x_tap, local(kXPlane));
+    add(reg_x_tap, local(kXTapStepD));
+    mov(reg_dw_tap, local(kDwPlane));
+    add(reg_dw_tap, int(dw_step(0)));
+    dec(reg_d_taps_left);
+    jnz(plane, T_NEAR);
+  }
+
+  void emit_block(int rows, int vectors, bool masked_last) {
+    emit_real_taps([&] { emit_tap_row(rows, vectors, masked_last); });
+  }
+
+  // One H tap of emit_block: tap by tap along W.
+  void emit_tap_row(int rows, int vectors, bool masked_last) {
+    Label column, row, output, next_column;
     mov(reg_column, local(kColumns));
     mov(reg_columns_left, int(plan_.taps[2]));
     L(column);
@@ -298,16 +352,98 @@ class Generator : public CodeGenerator {
     add(reg_column, int(sizeof(convjit_filter_column)));
     dec(reg_columns_left);
     jnz(column, T_NEAR);
-    add(reg_x_tap, local(kXTapStepH));
-    dec(reg_h_taps_left);
-    jnz(tap_row, T_NEAR);
-    mov(reg_x_tap, local(kXPlane));
-    add(reg_x_tap, local(kXTapStepD));
-    mov(reg_dw_tap, local(kDwPlane));
-    add(reg_dw_tap, int(dw_step(0)));
-    dec(reg_d_taps_left);
-    jnz(plane, T_NEAR);
   }
+
+  // A depthwise block of `vectors` channel vectors (the last under the tail's lane mask when
+  // masked_last), its accumulators the taps along W of the current D and H tap.
+  void emit_depthwise_block(int vectors, bool masked_last) {
+    emit_real_taps([&] { emit_depthwise_tap_row(vectors, masked_last); });
+  }
+
+  // One H tap of a depthwise block: every tap along W at once in a row's interior.
+  void emit_depthwise_tap_row(int vectors, bool masked_last) {
+    const int taps_w = int(plan_.taps[2]);
+    Label row, interior_done;
+    for (int kw = 0; kw < taps_w; ++kw) {
+      for (int v = 0; v < vectors; ++v) emit_load(acc(kw, v), tap_weight_at(kw, v), masked_last && v == vectors - 1);
+    }
+    mov(reg_x_row, reg_x_tap);
+    mov(reg_dy_row, local(kDyBlock));
+    mov(reg_rows_left, local(kRows));
+    mov(reg_column, local(kColumns));
+    L(row);
+    for (int kw = 0; kw < taps_w; ++kw) emit_depthwise_edge(kw, vectors, masked_last, false);
+    mov(reg_outputs_left, local(kInteriorCount));
+    test(reg_outputs_left, reg_outputs_left);
+    jz(interior_done, T_NEAR);
+    mov(reg_x, local(kInteriorX));
+    add(reg_x, reg_x_row);
+    mov(reg_dy, local(kInteriorDy));
+    add(reg_dy, reg_dy_row);
+    emit_depthwise_outputs(0, taps_w, 0, vectors, masked_last);
+    mov(local(kXInteriorEnd), reg_x);
+    mov(local(kDyInteriorEnd), reg_dy);
+    for (int kw = 0; kw < taps_w; ++kw) emit_depthwise_edge(kw, vectors, masked_last, true);
+    L(interior_done);
+    add(reg_x_row, local(kXRowStep));
+    add(reg_dy_row, local(kDyRowStep));
+    dec(reg_rows_left);
+    jnz(row, T_NEAR);
+    for (int kw = 0; kw < taps_w; ++kw) {
+      for (int v = 0; v < vectors; ++v) emit_store(tap_weight_at(kw, v), acc(kw, v), masked_last && v == vectors - 1);
+    }
+    add(reg_dw_tap, int(dw_step(1)));
+  }
+
+  // Column kw's outputs before the interior (from the column's first) or after it (from the
+  // interior's end), tap kw only.
+  void emit_depthwise_edge(int kw, int vectors, bool masked_last, bool after) {
+    const int column = kw * int(sizeof(convjit_filter_column));
+    Label done;
+    mov(reg_outputs_left,
+        qword[reg_column + column +
+              int(after ? offsetof(convjit_filter_column, after) : offsetof(convjit_filter_column, before))]);
+    test(reg_outputs_left, reg_outputs_left);
+    jz(done, T_NEAR);
+    if (after) {  // reg_x at the output's tap 0, as in the interior
+      mov(reg_x, local(kXInteriorEnd));
+      mov(reg_dy, local(kDyInteriorEnd));
+    } else {  // reg_x at the output's tap kw
+      mov(reg_x, qword[reg_column + column + int(offsetof(convjit_filter_column, x_offset))]);
+      lea(reg_x, ptr[reg_x_row + reg_x * kFloatBytes]);
+      mov(reg_dy, qword[reg_column + column + int(offsetof(convjit_filter_column, dy_offset))]);
+      lea(reg_dy, ptr[reg_dy_row + reg_dy * kFloatBytes]);
+    }
+    emit_depthwise_outputs(kw, kw + 1, after ? 0 : kw, vectors, masked_last);
+    L(done);
+  }
+
+  // reg_outputs_left (> 0) outputs from reg_x (the output's input of tap base_kw) and reg_dy, taps
+  // [kw0, kw1) along W: each output's dy vectors loaded once for every tap.
+  void emit_depthwise_outputs(int kw0, int kw1, int base_kw, int vectors, bool masked_last) {
+    Label output;
+    L(output);
+    for (int v = 0; v < vectors; ++v) {
+      emit_load(loaded(v), ptr[reg_dy + v * vector_bytes_], masked_last && v == vectors - 1);
+    }
+    for (int kw = kw0; kw < kw1; ++kw) {
+      for (int v = 0; v < vectors; ++v) {
+        const Address input = ptr[reg_x + int((kw - base_kw) * plan_.depthwise_tap_bytes) + v * vector_bytes_];
+        if (masked_last && v == vectors - 1) {
+          emit_load(broadcast(), input, true);
+          vfmadd231ps(acc(kw, v), loaded(v), broadcast());
+        } else {
+          vfmadd231ps(acc(kw, v), loaded(v), input);
+        }
+      }
+    }
+    add(reg_x, reg_x_step);
+    add(reg_dy, reg_dy_step);
+    dec(reg_outputs_left);
+    jnz(output, T_NEAR);
+  }
+
+  Address tap_weight_at(int kw, int v) const { return ptr[reg_dw_tap + int(kw * dw_step(2)) + v * vector_bytes_]; }
 
   Address weight_at(int i, int v) const { return ptr[reg_dw_tap + int(i * dw_row_step()) + v * vector_bytes_]; }
 
@@ -329,22 +465,33 @@ class Generator : public CodeGenerator {
 
 // The code buffer: per emitted block its accumulators' loads and stores, one output's loads,
 // broadcasts and FMAs, and its loops, in instructions of at most 12 bytes.
+// Depthwise: an interior output's loads and FMAs (two per vector: a masked load and its FMA),
+// and each tap's edge loops before and after the interior.
 size_t code_bytes(const FilterPlan& plan, int blocks) {
   const int accumulators = plan.block_rows() * plan.block_vectors();
-  const int per_output = plan.block_vectors() + plan.block_rows() * (1 + plan.block_vectors());
   constexpr int kLoopInstructions = 40;
-  return kFrameCodeBytes + size_t(blocks) * 12 * size_t(2 * accumulators + per_output + kLoopInstructions);
+  int per_block = 2 * accumulators + kLoopInstructions;
+  if (plan.depthwise) {
+    const int edge = 3 * plan.block_vectors() + 16;
+    per_block += plan.block_vectors() + 2 * accumulators + 2 * plan.block_rows() * edge;
+  } else {
+    per_block += plan.block_vectors() + plan.block_rows() * (1 + plan.block_vectors());
+  }
+  return kFrameCodeBytes + size_t(blocks) * 12 * size_t(per_block);
 }
 
-// Output channels in the lanes: every input channel a row, as many vectors of output channels as
-// fit beside each row's accumulators and the loaded dy vectors (up to 4), then the tail block.
-// False (the plan untouched) where a group's panels would not fit the driver's scratch.
+// Output channels in the lanes: every input channel a row (depthwise: every tap along W), as many
+// vectors of output channels as fit beside each row's accumulators and the loaded dy vectors (up
+// to 4), then the tail block. False (the plan untouched) where a group's panels would not fit the
+// driver's scratch, or not one vector's rows the registers.
 bool plan_transposed(FilterPlan* plan) {
   const int lanes = plan->isa.lanes;
   const bool mask_register = !plan->isa.opmask && plan->out_channels % lanes != 0;
   const int free_registers = plan->isa.vector_registers - 1 - (mask_register ? 1 : 0);
+  const int64_t rows = plan->depthwise ? plan->taps[2] : plan->in_channels;
   const int oc_vectors =
-      int(std::min<int64_t>({4, (plan->out_channels + lanes - 1) / lanes, free_registers / (plan->in_channels + 1)}));
+      int(std::min<int64_t>({4, (plan->out_channels + lanes - 1) / lanes, free_registers / (rows + 1)}));
+  if (oc_vectors < 1) return false;
   const int64_t oc_block = int64_t(oc_vectors) * lanes;
   if ((plan->out_channels + oc_block - 1) / oc_block * oc_block * plan->reduction() > CONVJIT_FILTER_MAX_PANEL_FLOATS) {
     return false;
@@ -355,7 +502,7 @@ bool plan_transposed(FilterPlan* plan) {
   plan->oc_tail = int(plan->out_channels % plan->oc_block);
   plan->oc_tail_vectors = (plan->oc_tail + lanes - 1) / lanes;
   plan->oc_tail_lanes = plan->oc_tail > 0 ? plan->oc_tail - (plan->oc_tail_vectors - 1) * lanes : 0;
-  plan->embedded_broadcast = plan->isa.opmask && plan->oc_vectors == 1;
+  plan->embedded_broadcast = !plan->depthwise && plan->isa.opmask && plan->oc_vectors == 1;
   plan->vector_registers_used = plan->block_rows() * plan->oc_vectors + plan->oc_vectors +
                                 (plan->embedded_broadcast ? 0 : 1) + (mask_register ? 1 : 0);
   assert(plan->vector_registers_used <= plan->isa.vector_registers);
@@ -370,15 +517,17 @@ FilterPlan plan_filter_nhwc(const SpecKey& key) {
   plan.isa = traits_of(key.isa);
   for (int d = 0; d < 3; ++d) plan.taps[d] = key.kernel[d];
   plan.flip = key.flip != 0;
+  plan.depthwise = key.depthwise_groups > 0;
   plan.in_channels = key.ic_per_group;
-  plan.out_channels = key.oc_per_group;
+  plan.out_channels = plan.depthwise ? key.depthwise_groups : key.oc_per_group;
   if (key.op != CONVJIT_OP_CONV_BACKWARD_FILTER) {
     plan.unsupported = "not backward filter";
   } else if (key.layout != CONVJIT_NHWC) {
     plan.unsupported = "not NHWC";
   } else if (plan.in_channels < 1 || plan.out_channels < 1 || plan.in_channels > kMaxChannels ||
              plan.out_channels > kMaxChannels) {
-    plan.unsupported = "channels per group not in 1.." + std::to_string(kMaxChannels);
+    plan.unsupported =
+        std::string(plan.depthwise ? "groups" : "channels per group") + " not in 1.." + std::to_string(kMaxChannels);
   } else if (key.kernel[2] > CONVJIT_FILTER_MAX_COLUMNS) {
     plan.unsupported = "more than " + std::to_string(CONVJIT_FILTER_MAX_COLUMNS) + " taps along W";
   } else {
@@ -387,6 +536,18 @@ FilterPlan plan_filter_nhwc(const SpecKey& key) {
   if (!plan.unsupported.empty()) return plan;
 
   const int lanes = plan.isa.lanes;
+  if (plan.depthwise) {
+    // x dense: consecutive W taps' inputs are the dilation's pixels of all the groups' channels apart.
+    const int64_t pixel_bytes = plan.out_channels * kFloatBytes, span_taps = std::max<int64_t>(plan.taps[2] - 1, 1);
+    if (key.dilation[2] > (INT_MAX - 4 * plan.isa.vector_bytes) / pixel_bytes / span_taps) {
+      plan.unsupported = "depthwise W taps too far apart for 32-bit displacements";
+    } else if (!plan_transposed(&plan)) {
+      plan.unsupported = "a depthwise problem's panels exceed the driver's scratch, or its W taps the registers";
+    } else {
+      plan.depthwise_tap_bytes = key.dilation[2] * pixel_bytes;
+    }
+    return plan;
+  }
   if (2 * plan.in_channels < lanes && plan_transposed(&plan)) return plan;
   plan.ic_vectors = int(std::min<int64_t>(max_ic_vectors(plan.isa), (plan.in_channels + lanes - 1) / lanes));
   const int64_t block_channels = int64_t(plan.ic_vectors) * lanes;
@@ -421,6 +582,7 @@ bool generate_conv_bwd_filter_nhwc(const SpecKey& key, CompiledKernel* out, std:
         out->filter.compute = generator.getCode<convjit_filter_rows_fn>();
         out->filter.oc_block = plan.oc_block;
         out->filter.transposed = plan.transposed ? 1 : 0;
+        out->filter.depthwise = plan.depthwise ? 1 : 0;
       },
       out, error);
 }

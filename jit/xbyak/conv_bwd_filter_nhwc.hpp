@@ -17,7 +17,8 @@ namespace convjit::jit::xbyak {
 // Everything the emitter decides before it emits. Two orientations of the register block: the
 // input channels in the lanes (rows: output channels, each dy channel broadcast), or, where they
 // would fill under half a vector, the output channels in the lanes (rows: every input channel,
-// each x channel broadcast), accumulating dw^T panels (filter_rows_abi.h). The vector register
+// each x channel broadcast), accumulating dw^T panels (filter_rows_abi.h); a depthwise problem is
+// the latter with one row, its groups the output channels and x loaded at dy's channels. The vector register
 // map: block_rows() x block_vectors() accumulators, then the loaded vectors of one output, then the
 // broadcast (none where it is broadcast inside the FMA), then AVX2's tail lane mask.
 struct FilterPlan {
@@ -26,6 +27,8 @@ struct FilterPlan {
   bool flip = false;
   int64_t in_channels = 0, out_channels = 0;  // per group
   bool transposed = false;                    // the output channels in the lanes
+  bool depthwise = false;                     // transposed, the groups' channels in the lanes (x loaded)
+  int64_t depthwise_tap_bytes = 0;            // depthwise: between the inputs of consecutive W taps
   int oc_block = 0;                           // output channels per register block (<= out_channels unless transposed)
   int oc_tail = 0;                            // output channels of the group's last block, 0: none
   int ic_vectors = 0;                         // not transposed: vectors of input channels per full block
@@ -40,7 +43,8 @@ struct FilterPlan {
   int vector_registers_used = 0;
   std::string unsupported;  // why the key is not generated, or empty
   int64_t reduction() const { return taps[0] * taps[1] * taps[2] * in_channels; }
-  int block_rows() const { return transposed ? int(in_channels) : oc_block; }
+  // Accumulator rows: output channels, or transposed input channels (depthwise: the taps along W).
+  int block_rows() const { return transposed ? int(depthwise ? taps[2] : in_channels) : oc_block; }
   int block_vectors() const { return transposed ? oc_vectors : ic_vectors; }
   int tail_lanes() const { return transposed ? oc_tail_lanes : ic_tail_lanes; }  // the lane mask's
   bool lane_tail() const {

@@ -4,6 +4,7 @@
 // depend on the thread count. A compiled kernel (jit/abi/filter_rows_abi.h) keeps that chain and
 // reads x in place: the driver gives it runs of rows with the same real taps.
 #include <algorithm>
+#include <cstdint>
 
 #include "conv_backward_filter_direct.hpp"
 #include "conv_depthwise_backward_filter.hpp"
@@ -44,8 +45,29 @@ void real_columns(const ConvGeometry& g, int64_t o0, int64_t o1, convjit_filter_
     const int64_t end = std::max(first, std::min(o1, shift > in - 1 ? 0 : (in - 1 - shift) / stride + 1));
     const int64_t count = end - first;
     columns[kw] = {count, count > 0 ? (first * stride + shift) * g.x.spatial[2] : 0,
-                   count > 0 ? (first - o0) * g.y.spatial[2] : 0};
+                   count > 0 ? (first - o0) * g.y.spatial[2] : 0, 0, 0};
   }
+}
+
+// Depthwise kernels: the call's interior along W (the outputs of [o0, o0 + n) whose every tap is
+// real, where the columns' runs overlap) and each column's outputs before and after it.
+void split_at_interior(const ConvGeometry& g, int64_t o0, convjit_filter_column* columns, convjit_filter_rows* call) {
+  int64_t lo = 0, hi = INT64_MAX;  // the interior, from o0
+  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+    const int64_t first = columns[kw].dy_offset / g.y.spatial[2];
+    lo = std::max(lo, first);
+    hi = std::min(hi, columns[kw].count > 0 ? first + columns[kw].count : 0);
+  }
+  const bool interior = lo < hi;
+  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+    convjit_filter_column& c = columns[kw];
+    const int64_t first = c.dy_offset / g.y.spatial[2];
+    c.before = interior ? lo - first : c.count;
+    c.after = interior ? first + c.count - hi : 0;
+  }
+  call->interior_count = interior ? hi - lo : 0;
+  call->interior_x_offset = interior ? ((o0 + lo) * g.stride[2] - g.pad_begin[2]) * g.x.spatial[2] : 0;
+  call->interior_dy_offset = interior ? lo * g.y.spatial[2] : 0;
 }
 
 // At most this many output pixels per compiled call (several short rows, or a segment of a long
@@ -75,15 +97,17 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
   // to keep every thread busy; each reads the group's whole x, in image and row order. The taps
   // split only where the threads outnumber the channel blocks (a first layer's one or two), as each
   // range of them reads dy once more.
-  const int64_t oc_blocks = (g.oc_per_group + kernel.oc_block - 1) / kernel.oc_block;
+  // A depthwise kernel takes the groups as one group of that many output channels.
+  const int64_t groups = kernel.depthwise ? 1 : g.groups, oc_per_group = kernel.depthwise ? g.groups : g.oc_per_group;
+  const int64_t oc_blocks = (oc_per_group + kernel.oc_block - 1) / kernel.oc_block;
   const int64_t wanted = tasks_wanted(threads);
-  const int64_t wanted_chunks = std::clamp<int64_t>((wanted + g.groups - 1) / g.groups, 1, oc_blocks);
+  const int64_t wanted_chunks = std::clamp<int64_t>((wanted + groups - 1) / groups, 1, oc_blocks);
   const int64_t chunk_blocks = (oc_blocks + wanted_chunks - 1) / wanted_chunks;
   const int64_t oc_chunks = (oc_blocks + chunk_blocks - 1) / chunk_blocks;
   const int64_t wanted_tap_chunks =
-      g.groups * oc_chunks >= threads
+      groups * oc_chunks >= threads
           ? 1
-          : std::clamp<int64_t>((wanted + g.groups * oc_chunks - 1) / (g.groups * oc_chunks), 1, g.kernel[1]);
+          : std::clamp<int64_t>((wanted + groups * oc_chunks - 1) / (groups * oc_chunks), 1, g.kernel[1]);
   const int64_t chunk_taps = (g.kernel[1] + wanted_tap_chunks - 1) / wanted_tap_chunks;
   const int64_t tap_chunks = (g.kernel[1] + chunk_taps - 1) / chunk_taps;
   // The dw elements of a task's taps [h0, h1) (input order) among a channel's: per D tap, the
@@ -95,13 +119,13 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
     for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
       span((kd * g.kernel[1] + w0) * per_h_tap, (kd * g.kernel[1] + w1) * per_h_tap);
   };
-  parallel_for(threads, g.groups * oc_chunks * tap_chunks, g.flops(), [&](int64_t task) {
+  parallel_for(threads, groups * oc_chunks * tap_chunks, g.flops(), [&](int64_t task) {
     const int64_t tap_chunk = task % tap_chunks, oc_chunk = task / tap_chunks % oc_chunks;
     const int64_t group = task / tap_chunks / oc_chunks;
     const int64_t oc0 = oc_chunk * chunk_blocks * kernel.oc_block;
-    const int64_t oc1 = std::min(g.oc_per_group, oc0 + chunk_blocks * kernel.oc_block);
+    const int64_t oc1 = std::min(oc_per_group, oc0 + chunk_blocks * kernel.oc_block);
     const int64_t h0 = tap_chunk * chunk_taps, h1 = std::min(g.kernel[1], h0 + chunk_taps);
-    float* dw_range = dw + (group * g.oc_per_group + oc0) * g.reduction;
+    float* dw_range = dw + (group * oc_per_group + oc0) * g.reduction;
     // A transposed kernel's dw^T panels: one per block of the range, [tap][ic][oc_block].
     const int64_t panel = kernel.oc_block * g.reduction;
     const int64_t panels = kernel.transposed ? (oc1 - oc0 + kernel.oc_block - 1) / kernel.oc_block * panel : 0;
@@ -121,7 +145,7 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
     call.columns = columns;
     call.out_channels = oc1 - oc0;
     for (int64_t n = 0; n < g.batch; ++n) {
-      call.x = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
+      call.x = x + n * g.x.batch + (kernel.depthwise ? oc0 : group * g.ic_per_group) * g.x.channel;
       for (int64_t od = 0; od < g.out[0]; ++od) {
         real_taps(g, 0, od, &call.tap_begin[0], &call.tap_end[0]);
         if (call.tap_begin[0] == call.tap_end[0]) continue;
@@ -143,10 +167,11 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
           if (call.tap_begin[1] == call.tap_end[1]) continue;
           const int64_t input_row = oh * g.stride[1] - g.pad_begin[1] + call.tap_begin[1] * g.dilation[1];
           call.x_origin = input_plane * g.x.spatial[0] + input_row * g.x.spatial[1];
-          const float* dy_row = dy + n * g.y.batch + (group * g.oc_per_group + oc0) * g.y.channel +
-                                od * g.y.spatial[0] + oh * g.y.spatial[1];
+          const float* dy_row = dy + n * g.y.batch + (group * oc_per_group + oc0) * g.y.channel + od * g.y.spatial[0] +
+                                oh * g.y.spatial[1];
           for (int64_t o0 = 0; o0 < g.out[2]; o0 += segment) {
             real_columns(g, o0, std::min(g.out[2], o0 + segment), columns);
+            if (kernel.depthwise) split_at_interior(g, o0, columns, &call);
             call.dy = dy_row + o0 * g.y.spatial[2];
             kernel.compute(&problem, &call);
           }

@@ -62,8 +62,6 @@ std::string filter_rows_problem(const ConvGeometry& g, const convjit_conv_params
       return "NCHW " + op + ": copies to its NHWC twin too large, or too costly for its flops";
     }
     *runs = backward_filter_nhwc_twin(params);
-  } else if (backward_filter_runs_channels_in_lanes(g)) {
-    return "depthwise " + op + ": tier 0's channels-in-lanes kernel";
   } else if (nhwc_backward_filter_runs_as_nchw(g, params)) {
     return op + " with few channels per group: tier 0's direct kernel on its NCHW twin";
   } else {

@@ -43,10 +43,10 @@ std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const ji
 
 // The NHWC problem whose compiled backward-filter rows run g (g itself, or the NHWC twin of an
 // NCHW g on transposed copies: lib/rewrite/nhwc_as_nchw.hpp), or why none gives tier 0's bits:
-// the rows keep the chain of tier 0's register tile, and depthwise and few channels run tier 0's
-// own kernels (NHWC's channels-in-lanes kernel, the direct kernel on NCHW or the NCHW twin),
-// which sum in other orders; an NCHW problem's copies may also be too large or too costly. Such a configuration
-// stays on tier 0 whatever the policy.
+// the rows keep the chain of tier 0's register tile and of its NHWC depthwise kernel (each dw
+// element over the output pixels in order), while few channels run tier 0's direct kernel (on
+// NCHW or the NCHW twin), which sums in another order; an NCHW problem's copies may also be too
+// large or too costly. Such a configuration stays on tier 0 whatever the policy.
 std::string filter_rows_problem(const ConvGeometry& g, const convjit_conv_params& params, ConvGeometry* runs);
 
 // Why a configuration of g should not be compiled for `key` (the reason its stats show as

@@ -48,45 +48,77 @@ ConvDims filter_problem(Rng& rng, int i) {
   return d;
 }
 
+// Depthwise problem i (one input and one output channel per group): groups around the vectors
+// and the blocks of 1 to 4 of them, and their tails.
+ConvDims depthwise_filter_problem(Rng& rng, int i) {
+  ShapeLimits limits;
+  limits.max_in_size[0] = 300;
+  limits.max_in_size[1] = 12;
+  limits.max_in_size[2] = 5;
+  limits.max_multiply_adds = 1 << 30;
+  ConvDims d =
+      random_conv(rng, int32_t(1 + i % 3), Layout::NHWC, i % 2 ? Mode::Convolution : Mode::CrossCorrelation, limits);
+  static const int64_t kGroups[] = {1, 3, 8, 9, 16, 17, 24, 33, 48, 64, 70, 128};
+  d.groups = d.in_channels = d.out_channels = kGroups[size_t(i) % std::size(kGroups)];
+  d.batch = 1 + i % 2;
+  return d;
+}
+
+// Compiles d's backward-filter rows for isa on backend and checks them at 1-3 threads against the oracle and
+// tier 0's bits, and that they write only dw. False where the plan declined d (saying why).
+bool filter_rows_match(jit::Backend& backend, jit::Isa isa, const ConvDims& d, Rng& rng) {
+  detail::ConvGeometry g;
+  EXPECT_TRUE(detail::make_conv_geometry(d.to_c(), &g).ok()) << describe(d);
+  const std::string context = std::string(jit::isa_name(isa)) + " " + describe(d);
+  SCOPED_TRACE(context);
+  const jit::SpecKey key = jit::make_filter_spec_key(g, d.rank, isa);
+  jit::CompiledKernel kernel;
+  std::string error;
+  if (!backend.compile(key, &kernel, &error)) {
+    EXPECT_FALSE(backend.rows_decline_reason(key).empty()) << "a failed compile the plan did not foresee: " << error;
+    return false;
+  }
+  EXPECT_NE(kernel.filter.compute, nullptr);
+  EXPECT_NE(kernel.name.find("bwd_filter"), std::string::npos) << kernel.name;
+  EXPECT_NE(kernel.name.find(jit::isa_name(isa)), std::string::npos) << kernel.name;
+  EXPECT_EQ(kernel.filter.depthwise != 0, kernel.name.find("_dw") != std::string::npos) << kernel.name;
+
+  const std::vector<float> x = random_floats(rng, ref::conv_input_elements(d));
+  const std::vector<float> dy = random_floats(rng, ref::conv_output_elements(d));
+  const int64_t weights = ref::conv_weight_elements(d);
+  std::vector<float> want = nan_buffer(weights);
+  detail::run_conv_backward_filter(g, 1, x.data(), dy.data(), want.data());
+  const std::vector<double> oracle = ref::conv_backward_filter(d, x.data(), dy.data());
+  for (int threads = 1; threads <= 3; ++threads) {
+    GuardedOutput got(weights);
+    detail::run_conv_backward_filter_rows(g, threads, x.data(), dy.data(), got.data(), kernel.filter);
+    const std::string with = context + ", " + std::to_string(threads) + " threads";
+    EXPECT_TRUE(got.guards_intact("dw", with));
+    const std::vector<float> dw = got.values();
+    EXPECT_TRUE(all_close("dw", dw.data(), oracle, conv_weight_shape(d), g.batch * g.out_pixels(), with));
+    EXPECT_TRUE(bitwise_equal("dw", dw, want, conv_weight_shape(d), with));
+  }
+  return true;
+}
+
 TEST_P(FilterRows, MatchTheOracleAndTierZerosBitsForAnyThreadCount) {
   const jit::Isa isa = GetParam();
   Rng rng(0xF117 + uint64_t(isa));
   int compiled = 0;
-  for (int i = 0; i < 90; ++i) {
-    const ConvDims d = filter_problem(rng, i);
-    detail::ConvGeometry g;
-    ASSERT_TRUE(detail::make_conv_geometry(d.to_c(), &g).ok()) << describe(d);
-    const std::string context = std::string(jit::isa_name(isa)) + " " + describe(d);
-    SCOPED_TRACE(context);
-    const jit::SpecKey key = jit::make_filter_spec_key(g, d.rank, isa);
-    jit::CompiledKernel kernel;
-    std::string error;
-    if (!backend->compile(key, &kernel, &error)) {
-      EXPECT_FALSE(backend->rows_decline_reason(key).empty()) << "a failed compile the plan did not foresee: " << error;
-      continue;
-    }
-    ASSERT_NE(kernel.filter.compute, nullptr);
-    EXPECT_NE(kernel.name.find("bwd_filter"), std::string::npos) << kernel.name;
-    EXPECT_NE(kernel.name.find(jit::isa_name(isa)), std::string::npos) << kernel.name;
-    ++compiled;
-
-    const std::vector<float> x = random_floats(rng, ref::conv_input_elements(d));
-    const std::vector<float> dy = random_floats(rng, ref::conv_output_elements(d));
-    const int64_t weights = ref::conv_weight_elements(d);
-    std::vector<float> want = nan_buffer(weights);
-    detail::run_conv_backward_filter(g, 1, x.data(), dy.data(), want.data());
-    const std::vector<double> oracle = ref::conv_backward_filter(d, x.data(), dy.data());
-    for (int threads = 1; threads <= 3; ++threads) {
-      GuardedOutput got(weights);
-      detail::run_conv_backward_filter_rows(g, threads, x.data(), dy.data(), got.data(), kernel.filter);
-      const std::string with = context + ", " + std::to_string(threads) + " threads";
-      EXPECT_TRUE(got.guards_intact("dw", with));
-      const std::vector<float> dw = got.values();
-      EXPECT_TRUE(all_close("dw", dw.data(), oracle, conv_weight_shape(d), g.batch * g.out_pixels(), with));
-      EXPECT_TRUE(bitwise_equal("dw", dw, want, conv_weight_shape(d), with));
-    }
-  }
+  for (int i = 0; i < 90; ++i) compiled += filter_rows_match(*backend, isa, filter_problem(rng, i), rng) ? 1 : 0;
   EXPECT_GE(compiled, 80) << "the plan declined most problems";
+}
+
+// Depthwise rows (every tap along W of a D and H tap in registers, edges before and after the
+// interior) give the chains of tier 0's channels-in-lanes kernel, and of its register tile where
+// that kernel does not run (over 16 taps).
+TEST_P(FilterRows, DepthwiseMatchTheOracleAndTierZerosBitsForAnyThreadCount) {
+  const jit::Isa isa = GetParam();
+  Rng rng(0xD3E7 + uint64_t(isa));
+  int compiled = 0;
+  for (int i = 0; i < 72; ++i)
+    compiled += filter_rows_match(*backend, isa, depthwise_filter_problem(rng, i), rng) ? 1 : 0;
+  EXPECT_GE(compiled, 64) << "the plan declined most depthwise problems";
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, FilterRows, ::testing::ValuesIn(kXbyakIsas), isa_test_name);

@@ -166,6 +166,11 @@ TEST(XbyakPlans, FilterPlansFitTheIsasRegistersAndCoverTheChannels) {
         const jit::xbyak::FilterPlan plan = jit::xbyak::plan_filter_nhwc(jit::make_filter_spec_key(g, 2, isa));
         SCOPED_TRACE(std::string(jit::isa_name(isa)) + " ic " + std::to_string(ic) + " oc " + std::to_string(oc));
         ASSERT_EQ(plan.unsupported, "");
+        if (ic == 1 && oc == 1) {
+          EXPECT_TRUE(plan.depthwise) << "one channel is one depthwise group";
+          continue;
+        }
+        EXPECT_FALSE(plan.depthwise);
         const int lanes = plan.isa.lanes;
         EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
         EXPECT_EQ(plan.transposed, 2 * ic < lanes) << "the output channels in the lanes under half a vector of inputs";
@@ -210,6 +215,54 @@ TEST(XbyakPlans, FilterPlansFitTheIsasRegistersAndCoverTheChannels) {
               "more than 64 taps along W");
     jit::SpecKey forward = jit::make_spec_key(g, 1, false, isa, false);
     EXPECT_EQ(jit::xbyak::plan_filter_nhwc(forward).unsupported, "not backward filter");
+  }
+}
+
+// Depthwise backward-filter rows: transposed, one accumulator row per tap along W, as many
+// vectors of the groups' channels as fit beside them and the loaded dy vectors (up to 4), the tail
+// covering the rest, the W taps' inputs the dilation's pixels apart; more W taps than the
+// registers hold, or taps too far apart for a displacement, refused with the reason.
+TEST(XbyakPlans, DepthwiseFilterPlansHoldEveryTapAlongW) {
+  for (jit::Isa isa : kIsas) {
+    for (int64_t groups : {1, 3, 16, 17, 64, 100, 300}) {
+      for (int64_t kw : {1, 3, 5, 7, 13}) {
+        for (int64_t dilation : {1, 2}) {
+          convjit_conv_params p = conv(2, Layout::NHWC, 1, groups, groups, groups, {8, 40, 1}, {3, kw, 1}).to_c();
+          p.dilation[1] = dilation;
+          detail::ConvGeometry g;
+          ASSERT_TRUE(detail::make_conv_geometry(p, &g).ok());
+          const jit::SpecKey key = jit::make_filter_spec_key(g, 2, isa);
+          const jit::xbyak::FilterPlan plan = jit::xbyak::plan_filter_nhwc(key);
+          SCOPED_TRACE(std::string(jit::isa_name(isa)) + " groups " + std::to_string(groups) + " kw " +
+                       std::to_string(kw));
+          EXPECT_NE(key.name().find("_dw" + std::to_string(groups) + "__"), std::string::npos) << key.name();
+          const int lanes = plan.isa.lanes;
+          const int free = plan.isa.vector_registers - 1 - (plan.isa.opmask || groups % lanes == 0 ? 0 : 1);
+          if (free / (kw + 1) < 1) {
+            EXPECT_NE(plan.unsupported.find("registers"), std::string::npos) << plan.unsupported;
+            continue;
+          }
+          ASSERT_EQ(plan.unsupported, "");
+          EXPECT_TRUE(plan.depthwise && plan.transposed);
+          EXPECT_EQ(plan.block_rows(), kw);
+          EXPECT_EQ(plan.oc_vectors, std::min<int64_t>({4, (groups + lanes - 1) / lanes, free / (kw + 1)}));
+          EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
+          EXPECT_EQ(plan.oc_tail, groups % plan.oc_block);
+          EXPECT_EQ(plan.oc_tail_vectors > 0 ? (plan.oc_tail_vectors - 1) * lanes + plan.oc_tail_lanes : 0,
+                    plan.oc_tail);
+          EXPECT_EQ(plan.depthwise_tap_bytes, dilation * groups * 4);
+          EXPECT_FALSE(plan.embedded_broadcast) << "x is loaded, not broadcast";
+        }
+      }
+    }
+    // Within the generators' extents (3 x 16000), not for the displacements of 40000 channels.
+    convjit_conv_params p = conv(1, Layout::NHWC, 1, 40000, 40000, 40000, {1, 1, 1}, {3, 1, 1}).to_c();
+    p.dilation[0] = 16000;
+    p.pad_begin[0] = p.pad_end[0] = 16000;
+    detail::ConvGeometry g;
+    ASSERT_TRUE(detail::make_conv_geometry(p, &g).ok());
+    EXPECT_EQ(jit::xbyak::plan_filter_nhwc(jit::make_filter_spec_key(g, 1, isa)).unsupported,
+              "depthwise W taps too far apart for 32-bit displacements");
   }
 }
 

@@ -423,6 +423,18 @@ TEST(EveryOp, BackwardFilterReachesTheJitTier) {
   const ConfigStats c = three_calls_as_generic(generic, conv_call(Op::ConvBackwardFilter, stem, 0xB0E0), 2);
   EXPECT_EQ(c.state, "jit") << c.failure;
   EXPECT_NE(c.kernel.find("d_bwd_filter_f32_k7x7_s2_nhwc_c3to32"), std::string::npos) << c.kernel;
+  // Depthwise with up to 16 taps (tier 0's channels-in-lanes kernel: a MobileNet-like 3x3 over 40
+  // channels, padded, and a strided 3x5 over 24): the groups' channels in the lanes, tier 0's bits
+  // (three_calls_as_generic compares them).
+  const ConvDims depthwise[] = {
+      conv(2, Layout::NHWC, 2, 40, 40, 40, {17, 19, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}),
+      conv(2, Layout::NHWC, 1, 24, 24, 24, {15, 21, 1}, {3, 5, 1}, {2, 2, 1}, {1, 2, 0}, {1, 1, 1}, Mode::Convolution),
+  };
+  for (const ConvDims& d : depthwise) {
+    const ConfigStats dw = three_calls_as_generic(generic, conv_call(Op::ConvBackwardFilter, d, 0xB0E2), 2);
+    EXPECT_EQ(dw.state, "jit") << dw.failure;
+    EXPECT_NE(dw.kernel.find("_dw" + std::to_string(d.groups) + "__"), std::string::npos) << dw.kernel;
+  }
 }
 
 // NCHW backward filter runs as its NHWC twin on the compiled rows where the copies cost little
