@@ -71,6 +71,7 @@ class Generator : public CodeGenerator {
   const Reg64 reg_x_tap = rbx;   // the block's input channels at W 0 of the current D and H tap's first row
   const Reg64 reg_dw_tap = rbp;  // the block's weights of the current tap
   const Reg64 reg_h_taps_left = rcx, reg_d_taps_left = rdx;
+  const Reg64 reg_h_step = rcx, reg_h_step3 = rdx;  // depthwise, every H tap at once: bytes between H taps' inputs, x3
 
   enum Local {
     kXRowStep,
@@ -355,24 +356,44 @@ class Generator : public CodeGenerator {
   }
 
   // A depthwise block of `vectors` channel vectors (the last under the tail's lane mask when
-  // masked_last), its accumulators the taps along W of the current D and H tap.
+  // masked_last). Where the plan holds every H tap's accumulators and the call's rows have every H
+  // tap, all of them at once (each row's dy read once); else H tap by H tap.
   void emit_depthwise_block(int vectors, bool masked_last) {
-    emit_real_taps([&] { emit_depthwise_tap_row(vectors, masked_last); });
+    const int h_taps = plan_.depthwise_h_taps;
+    Label by_h_tap, done;
+    if (h_taps > 1) {
+      cmp(local(kTapsH), h_taps);
+      jne(by_h_tap, T_NEAR);
+      mov(reg_x_tap, local(kXBlock));
+      mov(reg_dw_tap, local(kDwBlock));
+      mov(reg_h_step, local(kXTapStepH));
+      if (h_taps > 3) lea(reg_h_step3, ptr[reg_h_step + reg_h_step * 2]);
+      emit_depthwise_tap_rows(h_taps, vectors, masked_last);
+      jmp(done, T_NEAR);
+    }
+    L(by_h_tap);
+    emit_real_taps([&] { emit_depthwise_tap_rows(1, vectors, masked_last); });
+    L(done);
   }
 
-  // One H tap of a depthwise block: every tap along W at once in a row's interior.
-  void emit_depthwise_tap_row(int vectors, bool masked_last) {
+  // h_taps H taps of a depthwise block from reg_x_tap and reg_dw_tap: every tap along W at once in
+  // a row's interior.
+  void emit_depthwise_tap_rows(int h_taps, int vectors, bool masked_last) {
     const int taps_w = int(plan_.taps[2]);
     Label row, interior_done;
-    for (int kw = 0; kw < taps_w; ++kw) {
-      for (int v = 0; v < vectors; ++v) emit_load(acc(kw, v), tap_weight_at(kw, v), masked_last && v == vectors - 1);
+    for (int kh = 0; kh < h_taps; ++kh) {
+      for (int kw = 0; kw < taps_w; ++kw) {
+        for (int v = 0; v < vectors; ++v) {
+          emit_load(acc(kh * taps_w + kw, v), tap_weight_at(kh, kw, v), masked_last && v == vectors - 1);
+        }
+      }
     }
     mov(reg_x_row, reg_x_tap);
     mov(reg_dy_row, local(kDyBlock));
     mov(reg_rows_left, local(kRows));
     mov(reg_column, local(kColumns));
     L(row);
-    for (int kw = 0; kw < taps_w; ++kw) emit_depthwise_edge(kw, vectors, masked_last, false);
+    for (int kw = 0; kw < taps_w; ++kw) emit_depthwise_edge(h_taps, kw, vectors, masked_last, false);
     mov(reg_outputs_left, local(kInteriorCount));
     test(reg_outputs_left, reg_outputs_left);
     jz(interior_done, T_NEAR);
@@ -380,24 +401,28 @@ class Generator : public CodeGenerator {
     add(reg_x, reg_x_row);
     mov(reg_dy, local(kInteriorDy));
     add(reg_dy, reg_dy_row);
-    emit_depthwise_outputs(0, taps_w, 0, vectors, masked_last);
+    emit_depthwise_outputs(h_taps, 0, taps_w, 0, vectors, masked_last);
     mov(local(kXInteriorEnd), reg_x);
     mov(local(kDyInteriorEnd), reg_dy);
-    for (int kw = 0; kw < taps_w; ++kw) emit_depthwise_edge(kw, vectors, masked_last, true);
+    for (int kw = 0; kw < taps_w; ++kw) emit_depthwise_edge(h_taps, kw, vectors, masked_last, true);
     L(interior_done);
     add(reg_x_row, local(kXRowStep));
     add(reg_dy_row, local(kDyRowStep));
     dec(reg_rows_left);
     jnz(row, T_NEAR);
-    for (int kw = 0; kw < taps_w; ++kw) {
-      for (int v = 0; v < vectors; ++v) emit_store(tap_weight_at(kw, v), acc(kw, v), masked_last && v == vectors - 1);
+    for (int kh = 0; kh < h_taps; ++kh) {
+      for (int kw = 0; kw < taps_w; ++kw) {
+        for (int v = 0; v < vectors; ++v) {
+          emit_store(tap_weight_at(kh, kw, v), acc(kh * taps_w + kw, v), masked_last && v == vectors - 1);
+        }
+      }
     }
-    add(reg_dw_tap, int(dw_step(1)));
+    add(reg_dw_tap, int(h_taps * dw_step(1)));
   }
 
   // Column kw's outputs before the interior (from the column's first) or after it (from the
   // interior's end), tap kw only.
-  void emit_depthwise_edge(int kw, int vectors, bool masked_last, bool after) {
+  void emit_depthwise_edge(int h_taps, int kw, int vectors, bool masked_last, bool after) {
     const int column = kw * int(sizeof(convjit_filter_column));
     Label done;
     mov(reg_outputs_left,
@@ -414,26 +439,30 @@ class Generator : public CodeGenerator {
       mov(reg_dy, qword[reg_column + column + int(offsetof(convjit_filter_column, dy_offset))]);
       lea(reg_dy, ptr[reg_dy_row + reg_dy * kFloatBytes]);
     }
-    emit_depthwise_outputs(kw, kw + 1, after ? 0 : kw, vectors, masked_last);
+    emit_depthwise_outputs(h_taps, kw, kw + 1, after ? 0 : kw, vectors, masked_last);
     L(done);
   }
 
-  // reg_outputs_left (> 0) outputs from reg_x (the output's input of tap base_kw) and reg_dy, taps
-  // [kw0, kw1) along W: each output's dy vectors loaded once for every tap.
-  void emit_depthwise_outputs(int kw0, int kw1, int base_kw, int vectors, bool masked_last) {
+  // reg_outputs_left (> 0) outputs from reg_x (the output's input of tap (0, base_kw)) and reg_dy,
+  // the H taps [0, h_taps) by the W taps [kw0, kw1): each output's dy vectors loaded once for all.
+  void emit_depthwise_outputs(int h_taps, int kw0, int kw1, int base_kw, int vectors, bool masked_last) {
     Label output;
     L(output);
     for (int v = 0; v < vectors; ++v) {
       emit_load(loaded(v), ptr[reg_dy + v * vector_bytes_], masked_last && v == vectors - 1);
     }
-    for (int kw = kw0; kw < kw1; ++kw) {
-      for (int v = 0; v < vectors; ++v) {
-        const Address input = ptr[reg_x + int((kw - base_kw) * plan_.depthwise_tap_bytes) + v * vector_bytes_];
-        if (masked_last && v == vectors - 1) {
-          emit_load(broadcast(), input, true);
-          vfmadd231ps(acc(kw, v), loaded(v), broadcast());
-        } else {
-          vfmadd231ps(acc(kw, v), loaded(v), input);
+    for (int kh = 0; kh < h_taps; ++kh) {
+      for (int kw = kw0; kw < kw1; ++kw) {
+        for (int v = 0; v < vectors; ++v) {
+          const Address input =
+              ptr[h_tap_input(kh) + int((kw - base_kw) * plan_.depthwise_tap_bytes) + v * vector_bytes_];
+          const Xmm sum = acc(kh * int(plan_.taps[2]) + kw, v);
+          if (masked_last && v == vectors - 1) {
+            emit_load(broadcast(), input, true);
+            vfmadd231ps(sum, loaded(v), broadcast());
+          } else {
+            vfmadd231ps(sum, loaded(v), input);
+          }
         }
       }
     }
@@ -443,7 +472,20 @@ class Generator : public CodeGenerator {
     jnz(output, T_NEAR);
   }
 
-  Address tap_weight_at(int kw, int v) const { return ptr[reg_dw_tap + int(kw * dw_step(2)) + v * vector_bytes_]; }
+  // reg_x moved to H tap kh (of at most 5: the steps at hand are 1, 2, 4 and 3 times reg_h_step).
+  RegExp h_tap_input(int kh) const {
+    switch (kh) {
+      case 0: return RegExp(reg_x);
+      case 1: return reg_x + reg_h_step;
+      case 2: return reg_x + reg_h_step * 2;
+      case 3: return reg_x + reg_h_step3;
+      default: assert(kh == 4); return reg_x + reg_h_step * 4;
+    }
+  }
+
+  Address tap_weight_at(int kh, int kw, int v) const {
+    return ptr[reg_dw_tap + int(kh * dw_step(1) + kw * dw_step(2)) + v * vector_bytes_];
+  }
 
   Address weight_at(int i, int v) const { return ptr[reg_dw_tap + int(i * dw_row_step()) + v * vector_bytes_]; }
 
@@ -471,9 +513,10 @@ size_t code_bytes(const FilterPlan& plan, int blocks) {
   const int accumulators = plan.block_rows() * plan.block_vectors();
   constexpr int kLoopInstructions = 40;
   int per_block = 2 * accumulators + kLoopInstructions;
-  if (plan.depthwise) {
-    const int edge = 3 * plan.block_vectors() + 16;
-    per_block += plan.block_vectors() + 2 * accumulators + 2 * plan.block_rows() * edge;
+  if (plan.depthwise) {  // both nests: every H tap at once, and H tap by H tap
+    const int edge = (1 + 2 * plan.depthwise_h_taps) * plan.block_vectors() + 16;
+    per_block *= 2;
+    per_block += 2 * (plan.block_vectors() + 2 * accumulators + 2 * int(plan.taps[2]) * edge);
   } else {
     per_block += plan.block_vectors() + plan.block_rows() * (1 + plan.block_vectors());
   }
@@ -488,7 +531,7 @@ bool plan_transposed(FilterPlan* plan) {
   const int lanes = plan->isa.lanes;
   const bool mask_register = !plan->isa.opmask && plan->out_channels % lanes != 0;
   const int free_registers = plan->isa.vector_registers - 1 - (mask_register ? 1 : 0);
-  const int64_t rows = plan->depthwise ? plan->taps[2] : plan->in_channels;
+  const int64_t rows = plan->depthwise ? plan->depthwise_h_taps * plan->taps[2] : plan->in_channels;
   const int oc_vectors =
       int(std::min<int64_t>({4, (plan->out_channels + lanes - 1) / lanes, free_registers / (rows + 1)}));
   if (oc_vectors < 1) return false;
@@ -541,10 +584,16 @@ FilterPlan plan_filter_nhwc(const SpecKey& key) {
     const int64_t pixel_bytes = plan.out_channels * kFloatBytes, span_taps = std::max<int64_t>(plan.taps[2] - 1, 1);
     if (key.dilation[2] > (INT_MAX - 4 * plan.isa.vector_bytes) / pixel_bytes / span_taps) {
       plan.unsupported = "depthwise W taps too far apart for 32-bit displacements";
-    } else if (!plan_transposed(&plan)) {
+      return plan;
+    }
+    plan.depthwise_tap_bytes = key.dilation[2] * pixel_bytes;
+    // Every H tap's accumulators where they fit beside a vector's (and the addressing reaches them),
+    // else one H tap's.
+    plan.depthwise_h_taps = plan.taps[0] == 1 && plan.taps[1] >= 2 && plan.taps[1] <= 5 ? int(plan.taps[1]) : 1;
+    if (plan_transposed(&plan)) return plan;
+    plan.depthwise_h_taps = 1;
+    if (!plan_transposed(&plan)) {
       plan.unsupported = "a depthwise problem's panels exceed the driver's scratch, or its W taps the registers";
-    } else {
-      plan.depthwise_tap_bytes = key.dilation[2] * pixel_bytes;
     }
     return plan;
   }

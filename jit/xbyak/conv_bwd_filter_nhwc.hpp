@@ -29,6 +29,7 @@ struct FilterPlan {
   bool transposed = false;                    // the output channels in the lanes
   bool depthwise = false;                     // transposed, the groups' channels in the lanes (x loaded)
   int64_t depthwise_tap_bytes = 0;            // depthwise: between the inputs of consecutive W taps
+  int depthwise_h_taps = 1;  // depthwise: H taps whose accumulators the block holds at once (KD 1, KH <= 5), or 1
   int oc_block = 0;                           // output channels per register block (<= out_channels unless transposed)
   int oc_tail = 0;                            // output channels of the group's last block, 0: none
   int ic_vectors = 0;                         // not transposed: vectors of input channels per full block
@@ -44,7 +45,7 @@ struct FilterPlan {
   std::string unsupported;  // why the key is not generated, or empty
   int64_t reduction() const { return taps[0] * taps[1] * taps[2] * in_channels; }
   // Accumulator rows: output channels, or transposed input channels (depthwise: the taps along W).
-  int block_rows() const { return transposed ? int(depthwise ? taps[2] : in_channels) : oc_block; }
+  int block_rows() const { return transposed ? int(depthwise ? depthwise_h_taps * taps[2] : in_channels) : oc_block; }
   int block_vectors() const { return transposed ? oc_vectors : ic_vectors; }
   int tail_lanes() const { return transposed ? oc_tail_lanes : ic_tail_lanes; }  // the lane mask's
   bool lane_tail() const {

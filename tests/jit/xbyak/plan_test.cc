@@ -218,10 +218,11 @@ TEST(XbyakPlans, FilterPlansFitTheIsasRegistersAndCoverTheChannels) {
   }
 }
 
-// Depthwise backward-filter rows: transposed, one accumulator row per tap along W, as many
-// vectors of the groups' channels as fit beside them and the loaded dy vectors (up to 4), the tail
-// covering the rest, the W taps' inputs the dilation's pixels apart; more W taps than the
-// registers hold, or taps too far apart for a displacement, refused with the reason.
+// Depthwise backward-filter rows: transposed, one accumulator row per tap along W of every H tap
+// where at least a vector of them fits (else of one H tap), as many vectors of the groups'
+// channels as fit beside them and the loaded dy vectors (up to 4), the tail covering the rest, the
+// W taps' inputs the dilation's pixels apart; more W taps than the registers hold, or taps too far
+// apart for a displacement, refused with the reason.
 TEST(XbyakPlans, DepthwiseFilterPlansHoldEveryTapAlongW) {
   for (jit::Isa isa : kIsas) {
     for (int64_t groups : {1, 3, 16, 17, 64, 100, 300}) {
@@ -244,8 +245,10 @@ TEST(XbyakPlans, DepthwiseFilterPlansHoldEveryTapAlongW) {
           }
           ASSERT_EQ(plan.unsupported, "");
           EXPECT_TRUE(plan.depthwise && plan.transposed);
-          EXPECT_EQ(plan.block_rows(), kw);
-          EXPECT_EQ(plan.oc_vectors, std::min<int64_t>({4, (groups + lanes - 1) / lanes, free / (kw + 1)}));
+          const int64_t h_taps = free / (3 * kw + 1) >= 1 ? 3 : 1;
+          EXPECT_EQ(plan.depthwise_h_taps, h_taps);
+          EXPECT_EQ(plan.block_rows(), h_taps * kw);
+          EXPECT_EQ(plan.oc_vectors, std::min<int64_t>({4, (groups + lanes - 1) / lanes, free / (h_taps * kw + 1)}));
           EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
           EXPECT_EQ(plan.oc_tail, groups % plan.oc_block);
           EXPECT_EQ(plan.oc_tail_vectors > 0 ? (plan.oc_tail_vectors - 1) * lanes + plan.oc_tail_lanes : 0,
