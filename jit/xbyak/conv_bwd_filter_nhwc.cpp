@@ -45,13 +45,16 @@ static_assert(kMaxTaps * kMaxChannels * kFloatBytes * kMaxOcBlock <= INT_MAX);
 //       g[v] = dy[r][o][oc vector v]; for each input channel i: acc[i][v] = fma(x[..][i], g[v], acc[i][v])
 //     into the block's dw^T panel, panel[tap][ic i][oc vector v].
 // Depthwise (transposed, the groups' channels in the lanes, x loaded at dy's channels), per real D
-// and H tap with every tap kw along W in registers:
-//     acc[kw][v] = panel[tap (d, h, kw)][channel vector v]
+// and H tap (or, where the rows have every H tap and the plan holds them, all H taps at once) with
+// every tap kw along W in registers:
+//     acc[h][kw][v] = panel[tap (d, h, kw)][channel vector v]
 //     for each row r:
-//       for each kw, each output o of column kw before the interior: acc[kw][v] = fma(x[tap kw at o][v], dy[r][o][v],
-//       acc[kw][v]) for each output o of the interior: g[v] = dy[r][o][v]; for each kw: acc[kw][v] = fma(x[tap kw at
-//       o][v], g[v], acc[kw][v]) for each kw, each output o of column kw after the interior: as before it
-//     panel[tap (d, h, kw)][v] = acc[kw][v]
+//       for each kw, each output o of column kw before the interior:
+//         acc[h][kw][v] = fma(x[tap (h, kw) at o][v], dy[r][o][v], acc[h][kw][v])
+//       for each output o of the interior:
+//         g[v] = dy[r][o][v]; for each h, kw: acc[h][kw][v] = fma(x[tap (h, kw) at o][v], g[v], acc[h][kw][v])
+//       for each kw, each output o of column kw after the interior: as before it
+//     panel[tap (d, h, kw)][v] = acc[h][kw][v]
 // tap (d, h, kw)'s weight is the flipped tap in convolution mode.
 class Generator : public CodeGenerator {
  public:
@@ -266,9 +269,6 @@ class Generator : public CodeGenerator {
     }
   }
 
-  // One register block: `rows` rows x `vectors` vectors, the last under the tail's lane mask when
-  // masked_last (output channels x vectors of input channels, or transposed input channels x
-  // vectors of output channels).
   // The block's real D and H taps in input order around tap_row(), which emits one H tap's work
   // from reg_x_tap (the tap's first row's input at W 0) and reg_dw_tap (its weights of W tap 0),
   // leaving reg_dw_tap at the next H tap's.
@@ -295,6 +295,9 @@ class Generator : public CodeGenerator {
     jnz(plane, T_NEAR);
   }
 
+  // One register block: `rows` rows x `vectors` vectors, the last under the tail's lane mask when
+  // masked_last (output channels x vectors of input channels, or transposed input channels x
+  // vectors of output channels).
   void emit_block(int rows, int vectors, bool masked_last) {
     emit_real_taps([&] { emit_tap_row(rows, vectors, masked_last); });
   }
@@ -513,10 +516,11 @@ size_t code_bytes(const FilterPlan& plan, int blocks) {
   const int accumulators = plan.block_rows() * plan.block_vectors();
   constexpr int kLoopInstructions = 40;
   int per_block = 2 * accumulators + kLoopInstructions;
-  if (plan.depthwise) {  // both nests: every H tap at once, and H tap by H tap
+  if (plan.depthwise) {  // each nest emitted: every H tap at once (where planned), and H tap by H tap
+    const int nests = plan.depthwise_h_taps > 1 ? 2 : 1;
     const int edge = (1 + 2 * plan.depthwise_h_taps) * plan.block_vectors() + 16;
-    per_block *= 2;
-    per_block += 2 * (plan.block_vectors() + 2 * accumulators + 2 * int(plan.taps[2]) * edge);
+    per_block *= nests;
+    per_block += nests * (plan.block_vectors() + 2 * accumulators + 2 * int(plan.taps[2]) * edge);
   } else {
     per_block += plan.block_vectors() + plan.block_rows() * (1 + plan.block_vectors());
   }
