@@ -58,21 +58,17 @@ NhwcBackward nhwc_backward_kernel(const PoolGeometry& g, PoolOp op) {
   return nullptr;
 }
 
-// The ISA kernel for the W-interior outputs of NCHW max and mean rows (pool_nchw.hpp), and the
-// multiple of outputs it takes; none: a null function.
-struct NchwInterior {
-  void (*run)(const PoolGeometry&, PoolOp, const float*, int64_t, int64_t, int64_t, int64_t, float*) = nullptr;
-  int64_t lanes = 1;
-};
+// The ISA kernel for the W-interior outputs of NCHW max and mean rows (pool_nchw.hpp), or null.
+using NchwInterior = void (*)(const PoolGeometry&, PoolOp, const float*, int64_t, int64_t, float*);
 
 NchwInterior nchw_interior_kernel(const PoolGeometry& g, PoolOp op) {
 #if defined(__x86_64__)
-  if (avx512::pool_nchw_supported(g, op)) return {avx512::pool_nchw_interior, avx512::kPoolNchwLanes};
-  if (avx2::pool_nchw_supported(g, op)) return {avx2::pool_nchw_interior, avx2::kPoolNchwLanes};
+  if (avx512::pool_nchw_supported(g, op)) return avx512::pool_nchw_interior;
+  if (avx2::pool_nchw_supported(g, op)) return avx2::pool_nchw_interior;
 #endif
   (void)g;
   (void)op;
-  return {};
+  return nullptr;
 }
 
 // Per task: body.begin(n, c0, c1), then body.whole_task(n, c0, c1) (true: an ISA kernel ran the
@@ -186,66 +182,80 @@ void accumulate_run(const float* src, int64_t stride, int64_t count, float p, fl
   for (int64_t i = 0; i < count; ++i) accumulate<Op>(src[i * step], p, acc[i], seen[i]);
 }
 
-// NCHW forward of one (image, channel) plane, a row at a time. The pixels of a row whose taps
-// along W are all real share one clipped window and go tap by tap, each tap a strided run of one
-// input row that vectorizes; the few pixels at the row's ends go one by one.
+// NCHW forward of one (image, channel) plane. The outputs of a row whose taps along W are all real
+// share one clipped window: they go to the ISA kernel, every row of the plane in one call; without
+// one, tap by tap, each tap a strided run of one input row that vectorizes. The few pixels at the
+// rows' ends go one by one. What depends only on the problem is set up once
+// per call, not per plane.
 template <PoolOp Op>
-void forward_plane_nchw(const PoolGeometry& g, float p, const float* x, float* y, int64_t n, int64_t c) {
-  constexpr int64_t kRun = 256;  // pixels formed at once
-  ForwardBody<Op> body{g, p, x, y, nullptr};
-  const int64_t s = g.stride[2];
-  const OutputBox whole_windows = interior_outputs(g);
-  const int64_t interior_begin = whole_windows.lo[2];
-  int64_t interior_end = whole_windows.hi[2];
-  if (interior_end - interior_begin < 8) interior_end = interior_begin;  // not a vector's worth: one by one
-  const float* plane = x + n * g.x.batch + c * g.x.channel;
-  const NchwInterior vectors = nchw_interior_kernel(g, Op);
-  int64_t o[3];
-  for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
-    for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
-      const int64_t y_row = n * g.y.batch + c * g.y.channel + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1];
-      auto one_pixel = [&](int64_t ow) {
-        o[2] = ow;
-        body.pixel(n, c, c + 1, y_row - c * g.y.channel + ow, clip_window(g, o));
-      };
-      for (int64_t ow = 0; ow < interior_begin; ++ow) one_pixel(ow);
-      int64_t interior = interior_begin;
-      if (vectors.run) {  // whole vectors of the interior in the ISA kernel, the rest below
-        const int64_t count = (interior_end - interior) / vectors.lanes * vectors.lanes;
-        if (count > 0) vectors.run(g, Op, plane, o[0], o[1], interior, count, y + y_row);
-        interior += count;
-      }
-      for (int64_t first = interior; first < interior_end; first += kRun) {
-        const int64_t count = std::min(kRun, interior_end - first);
-        o[2] = first;
-        const Window win = clip_window(g, o);  // along W every tap is real: the same for the whole run
-        float acc[kRun];
-        int32_t seen[kRun];
-        std::fill(acc, acc + count, Op == PoolOp::Max ? -INFINITY : 0.0f);
-        std::fill(seen, seen + count, 0);
-        for (int64_t a = win.lo[0]; a < win.hi[0]; ++a) {
-          for (int64_t b = win.lo[1]; b < win.hi[1]; ++b) {
-            const float* row = plane + (win.origin[0] + a * g.dilation[0]) * g.x.spatial[0] +
-                               (win.origin[1] + b * g.dilation[1]) * g.x.spatial[1] + win.origin[2];
-            for (int64_t t = 0; t < g.window[2]; ++t) {
-              const float* src = row + t * g.dilation[2];
-              if (s == 1)
-                accumulate_run<Op, 1>(src, s, count, p, acc, seen);
-              else if (s == 2)
-                accumulate_run<Op, 2>(src, s, count, p, acc, seen);
-              else
-                accumulate_run<Op, 0>(src, s, count, p, acc, seen);
+struct NchwForwardPlanes {
+  ForwardBody<Op> body;
+  NchwInterior vectors;
+  int64_t interior_begin, interior_end;  // the outputs along W whose taps are all real (or none)
+  bool vectors_take_interior;            // the ISA kernel computes them
+
+  NchwForwardPlanes(const PoolGeometry& g, float p, const float* x, float* y)
+      : body{g, p, x, y, nullptr}, vectors(nchw_interior_kernel(g, Op)) {
+    const OutputBox whole_windows = interior_outputs(g);
+    interior_begin = whole_windows.lo[2];
+    interior_end = whole_windows.hi[2];
+    vectors_take_interior = vectors != nullptr && interior_end > interior_begin;
+    // Without a kernel, under a vector's worth: one by one.
+    if (!vectors && interior_end - interior_begin < 8) interior_end = interior_begin;
+  }
+
+  void plane(int64_t n, int64_t c) {
+    constexpr int64_t kRun = 256;  // pixels formed at once
+    const PoolGeometry& g = body.g;
+    const float* x_plane = body.x + n * g.x.batch + c * g.x.channel;
+    float* y_plane = body.y + n * g.y.batch + c * g.y.channel;
+    if (vectors_take_interior) {
+      vectors(g, Op, x_plane, interior_begin, interior_end - interior_begin, y_plane);
+      if (interior_begin == 0 && interior_end == g.out[2]) return;  // no pixel at a row's end
+    }
+    const int64_t s = g.stride[2];
+    int64_t o[3];
+    for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
+      for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+        const int64_t y_row = n * g.y.batch + c * g.y.channel + o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1];
+        auto one_pixel = [&](int64_t ow) {
+          o[2] = ow;
+          body.pixel(n, c, c + 1, y_row - c * g.y.channel + ow, clip_window(g, o));
+        };
+        for (int64_t ow = 0; ow < interior_begin; ++ow) one_pixel(ow);
+        for (int64_t first = vectors_take_interior ? interior_end : interior_begin; first < interior_end;
+             first += kRun) {
+          const int64_t count = std::min(kRun, interior_end - first);
+          o[2] = first;
+          const Window win = clip_window(g, o);  // along W every tap is real: the same for the whole run
+          float acc[kRun];
+          int32_t seen[kRun];
+          std::fill(acc, acc + count, Op == PoolOp::Max ? -INFINITY : 0.0f);
+          std::fill(seen, seen + count, 0);
+          for (int64_t a = win.lo[0]; a < win.hi[0]; ++a) {
+            for (int64_t b = win.lo[1]; b < win.hi[1]; ++b) {
+              const float* row = x_plane + (win.origin[0] + a * g.dilation[0]) * g.x.spatial[0] +
+                                 (win.origin[1] + b * g.dilation[1]) * g.x.spatial[1] + win.origin[2];
+              for (int64_t t = 0; t < g.window[2]; ++t) {
+                const float* src = row + t * g.dilation[2];
+                if (s == 1)
+                  accumulate_run<Op, 1>(src, s, count, body.p, acc, seen);
+                else if (s == 2)
+                  accumulate_run<Op, 2>(src, s, count, body.p, acc, seen);
+                else
+                  accumulate_run<Op, 0>(src, s, count, body.p, acc, seen);
+              }
             }
           }
+          const float d = body.divisor(win);
+          for (int64_t i = 0; i < count; ++i)
+            body.y[y_row + first + i] = pool_result<Op>(acc[i], seen[i], win.real_taps(), d, body.p);
         }
-        const float d = body.divisor(win);
-        for (int64_t i = 0; i < count; ++i)
-          y[y_row + first + i] = pool_result<Op>(acc[i], seen[i], win.real_taps(), d, p);
+        for (int64_t ow = std::max(interior_begin, interior_end); ow < g.out[2]; ++ow) one_pixel(ow);
       }
-      for (int64_t ow = std::max(interior_begin, interior_end); ow < g.out[2]; ++ow) one_pixel(ow);
     }
   }
-}
+};
 
 template <PoolOp Op>
 void forward(const PoolGeometry& g, int threads, float p, const float* x, float* y, convjit_pool_row_fn compiled) {
@@ -253,9 +263,10 @@ void forward(const PoolGeometry& g, int threads, float p, const float* x, float*
     const ChannelBlocks blocks = channel_blocks(g);
     const double taps =
         double(g.out[0] * g.out[1] * g.out[2]) * double(g.window[0]) * double(g.window[1]) * double(g.window[2]);
+    NchwForwardPlanes<Op> planes(g, p, x, y);
     parallel_for(threads, g.batch * blocks.count, taps * double(g.batch * g.channels), [&](int64_t task) {
       const int64_t n = task / blocks.count, c0 = task % blocks.count * blocks.size;
-      for (int64_t c = c0; c < std::min(g.channels, c0 + blocks.size); ++c) forward_plane_nchw<Op>(g, p, x, y, n, c);
+      for (int64_t c = c0; c < std::min(g.channels, c0 + blocks.size); ++c) planes.plane(n, c);
     });
     return;
   }
@@ -360,9 +371,8 @@ bool pool_runs_compiled_rows(const PoolGeometry& g, PoolOp op) {
   return nhwc_forward_kernel(g, op) != nullptr && !is_empty(interior_outputs(g));
 }
 
-bool pool_forward_rows_fill_vectors(const PoolGeometry& g, PoolOp op) {
-  const NchwInterior vectors = nchw_interior_kernel(g, op);
-  if (!vectors.run || g.pad_begin[2] != 0 || g.out[2] % vectors.lanes != 0) return false;
+bool pool_forward_rows_run_as_vectors(const PoolGeometry& g, PoolOp op) {
+  if (!nchw_interior_kernel(g, op) || g.pad_begin[2] != 0) return false;
   // The last output's taps along W all real, as the first's (no padding before it).
   return (g.out[2] - 1) * g.stride[2] + (g.window[2] - 1) * g.dilation[2] < g.in[2];
 }

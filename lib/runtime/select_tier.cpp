@@ -41,15 +41,22 @@ bool pool_rows_op(int32_t code, PoolOp* op) {
 bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs) {
   PoolOp op;
   if (!pool_rows_op(c.op, &op) || !make_pool_geometry(c.pool, runs).ok()) return false;
-  // The twin wherever it can run (NCHW rows of whole vectors too: once its rows are compiled, they
-  // and the layout copies beat tier 0's NCHW row kernel; bench/RESULTS.md, "Session 8").
-  if (nchw_pool_backward_runs_as_nhwc(*runs, c.pool, op)) *runs = pool_nhwc_twin(c.pool);
+  // The twin wherever it can run, but forward where every NCHW row runs on tier 0's vector kernel:
+  // that beats the twin's compiled rows and its layout copies (bench/RESULTS.md, "Session 12").
+  const bool forward = c.op == CONVJIT_OP_MAXPOOL_FORWARD || c.op == CONVJIT_OP_MEANPOOL_FORWARD;
+  const bool twin =
+      forward ? nchw_pool_forward_runs_as_nhwc(*runs, c.pool, op) : nchw_pool_backward_runs_as_nhwc(*runs, c.pool, op);
+  if (twin) *runs = pool_nhwc_twin(c.pool);
   return true;
 }
 
 std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const jit::Backend& backend,
                                       const jit::SpecKey& key) {
-  if (g.layout != Layout::NHWC) return "NCHW without an NHWC twin (too large to copy, or no vector kernel)";
+  if (g.layout != Layout::NHWC) {
+    const bool forward = key.op == CONVJIT_OP_MAXPOOL_FORWARD || key.op == CONVJIT_OP_MEANPOOL_FORWARD;
+    if (forward && pool_forward_rows_run_as_vectors(g, op)) return "NCHW forward rows on tier 0's vector kernel";
+    return "NCHW without an NHWC twin (too large to copy, or no vector kernel)";
+  }
   if (!pool_runs_compiled_rows(g, op)) return "no output's window lies wholly inside the input";
   return backend.rows_decline_reason(key);
 }
