@@ -37,46 +37,62 @@ struct WindowRows {
   }
 };
 
-// Which floats of the loads a run's vectors read: every lane (its last pair's second load masked
-// off at the float past the last tap unless WholePairs: that float lies in the plane), or the
-// first `outputs` lanes of the one vector of a row's tail.
+// Which floats of the loads a run's vectors read: every lane, or the first `outputs` lanes of the
+// one vector of a row's tail. A tap alone reads the even lanes of its pair (`low`, `high`: the
+// float past its last even lane masked off unless the whole run's pairs lie in the plane); two
+// consecutive taps (Stride 2, W dilation 1) share one pair, its odd lanes the second tap's: each
+// float of it is a real tap (`shared_low`, `shared_high`).
 template <typename F, int Stride>
 struct RunLoads {
-  typename F::Mask low, high, outputs;
+  typename F::Mask low, high, shared_low, shared_high, outputs;
   static RunLoads whole(bool whole_pairs) {
-    return {F::all_lanes(), whole_pairs ? F::all_lanes() : F::first_lanes(F::kLanes - 1), F::all_lanes()};
+    const typename F::Mask all = F::all_lanes();
+    return {all, whole_pairs ? all : F::first_lanes(F::kLanes - 1), all, all, all};
   }
   static RunLoads tail(int64_t outputs) {
     const int64_t floats = Stride == 1 ? outputs : 2 * outputs - 1;
     return {F::first_lanes(std::min<int64_t>(floats, F::kLanes)),
-            F::first_lanes(std::max<int64_t>(floats - F::kLanes, 0)), F::first_lanes(outputs)};
+            F::first_lanes(std::max<int64_t>(floats - F::kLanes, 0)),
+            F::first_lanes(std::min<int64_t>(floats + 1, F::kLanes)),
+            F::first_lanes(std::max<int64_t>(floats + 1 - F::kLanes, 0)), F::first_lanes(outputs)};
   }
 };
 
 // Outputs [0, Vecs * kLanes) of a run whose first window's tap (0, 0, 0) is element `window` of
-// the plane (in the padding when clipped): every tap a load (Stride 1) or the even lanes of two, in
-// row-major order. Masked (Masked: every load and the store by `loads`; else only a pair's second
-// load, by loads.high) where a load would read past the run's floats.
+// the plane (in the padding when clipped): each tap a load (Stride 1), or the even lanes of a pair
+// of loads, or two taps the even and the odd lanes of one pair; in row-major order. Masked: every
+// load and the store by `loads`; else only the second load of a lone tap's pair, by loads.high.
 template <typename F, bool Max, int Stride, bool Masked, int Vecs>
 inline __attribute__((always_inline)) void nchw_outputs(const float* plane, int64_t window, const WindowRows& rows,
                                                         int64_t taps_w, int64_t dilation_w,
                                                         const RunLoads<F, Stride>& loads, bool any_tap, float divisor,
                                                         float* out) {
   PoolLanes<F, Max> lanes[Vecs];
+  const bool taps_share_pairs = Stride == 2 && dilation_w == 1;
   for (int64_t r = 0; r < rows.count; ++r) {
     const float* row = plane + (window + rows.offset[r]);
     for (int64_t t = 0; t < taps_w; ++t) {
       const float* src = row + t * dilation_w;
-      for (int v = 0; v < Vecs; ++v) {
-        typename F::Vec value;
-        if constexpr (Stride == 1) {
-          value = Masked ? F::load(src + v * F::kLanes, loads.low) : F::load(src + v * F::kLanes);
-        } else {
-          const float* pair = src + 2 * v * F::kLanes;
-          value =
-              F::even_lanes(Masked ? F::load(pair, loads.low) : F::load(pair), F::load(pair + F::kLanes, loads.high));
+      if constexpr (Stride == 1) {
+        for (int v = 0; v < Vecs; ++v) {
+          lanes[v].add(Masked ? F::load(src + v * F::kLanes, loads.low) : F::load(src + v * F::kLanes));
         }
-        lanes[v].add(value);
+      } else if (taps_share_pairs && t + 1 < taps_w) {
+        for (int v = 0; v < Vecs; ++v) {
+          const float* pair = src + 2 * v * F::kLanes;
+          const typename F::Vec low = Masked ? F::load(pair, loads.shared_low) : F::load(pair);
+          const typename F::Vec high =
+              Masked ? F::load(pair + F::kLanes, loads.shared_high) : F::load(pair + F::kLanes);
+          lanes[v].add(F::even_lanes(low, high));
+          lanes[v].add(F::odd_lanes(low, high));
+        }
+        ++t;
+      } else {
+        for (int v = 0; v < Vecs; ++v) {
+          const float* pair = src + 2 * v * F::kLanes;
+          const typename F::Vec low = Masked ? F::load(pair, loads.low) : F::load(pair);
+          lanes[v].add(F::even_lanes(low, F::load(pair + F::kLanes, loads.high)));
+        }
       }
     }
   }

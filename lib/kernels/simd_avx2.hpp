@@ -45,6 +45,11 @@ struct Avx2Floats {
     const __m256 even = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
   }
+  // The odd lanes: a1 a3 a5 a7 b1 b3 b5 b7.
+  static Vec odd_lanes(Vec a, Vec b) {
+    const __m256 odd = _mm256_shuffle_ps(a, b, 0xDD);  // a1 a3 b1 b3 | a5 a7 b5 b7
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xD8));
+  }
   static Vec set1(float v) { return _mm256_set1_ps(v); }
   static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   // (v > acc) ? v : acc, lane by lane: a running maximum that NaN never enters and whose first of

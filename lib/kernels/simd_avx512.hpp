@@ -43,6 +43,11 @@ struct Avx512Floats {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return _mm512_permutex2var_ps(a, even, b);
   }
+  // The odd lanes: a1 a3 ... a15 b1 b3 ... b15.
+  static Vec odd_lanes(Vec a, Vec b) {
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return _mm512_permutex2var_ps(a, odd, b);
+  }
   static Vec set1(float v) { return _mm512_set1_ps(v); }
   static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
   // (v > acc) ? v : acc, lane by lane: a running maximum that NaN never enters and whose first of
