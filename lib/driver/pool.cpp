@@ -136,6 +136,11 @@ struct ForwardBody {
   OutputBox interior = compiled ? interior_outputs(g) : OutputBox{};
   convjit_pool_problem problem = compiled ? compiled_pool_problem(g) : convjit_pool_problem{};
 
+  // Whether the compiled rows take every output (every window wholly real): tier 0's kernel has
+  // none to form.
+  bool interior_is_everything = interior.lo[0] == 0 && interior.lo[1] == 0 && interior.lo[2] == 0 &&
+                                interior.hi[0] == g.out[0] && interior.hi[1] == g.out[1] && interior.hi[2] == g.out[2];
+
   // The compiled kernel takes the outputs whose windows are wholly real, a run of each row at a
   // time; tier 0's kernel the rest.
   bool whole_task(int64_t n, int64_t c0, int64_t c1) {
@@ -151,7 +156,7 @@ struct ForwardBody {
         }
       }
     }
-    nhwc(g, Op, x, y, n, c0, c1, runs_compiled ? &interior : nullptr);
+    if (!runs_compiled || !interior_is_everything) nhwc(g, Op, x, y, n, c0, c1, runs_compiled ? &interior : nullptr);
     return true;
   }
 
