@@ -385,6 +385,42 @@ TEST(EveryOp, MaxAndMeanPoolingReachTheJitTier) {
   EXPECT_GE(compiled, 24) << "too few pooling problems reached a compiled kernel";
 }
 
+// NCHW max and mean pooling forward where every output's W taps are real stays on tier 0's NCHW
+// kernel, declined with the reason (its plane-at-a-time rows beat the twin's compiled rows and
+// copies); its backward runs as the NHWC twin's compiled rows. Padding along W sends forward to
+// the twin too. Every tier the generic one's bits and the oracle's values.
+TEST(EveryOp, NchwPoolingForwardStaysOnTierZerosRowsWhereEveryWTapIsReal) {
+  Runtime generic(policy_with(Backend::None, 1));
+  if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "xbyak") {
+    GTEST_SKIP() << "only the Xbyak backend compiles pooling kernels";
+  }
+  Rng rng(0xC4B1);
+  for (const bool w_padded : {false, true}) {
+    PoolDims d;
+    d.rank = 2;
+    d.batch = 2;
+    d.channels = 5;
+    d.in_size = {13, 37, 1};
+    d.window = {3, 2, 1};
+    d.stride = {2, 2, 1};
+    d.pad_begin = {1, w_padded ? 1 : 0, 0};
+    d.pad_end = {1, w_padded ? 1 : 0, 0};
+    for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward, Op::MaxPoolBackward, Op::MeanPoolBackward}) {
+      const OpCall call = pool_call(op, d, rng.next());
+      SCOPED_TRACE(call.context);
+      const ConfigStats c = three_calls_as_generic(generic, call, 2);
+      const bool forward = op == Op::MaxPoolForward || op == Op::MeanPoolForward;
+      if (forward && !w_padded) {
+        EXPECT_EQ(c.state, "declined");
+        EXPECT_EQ(c.failure, "NCHW forward rows on tier 0's vector kernel");
+      } else {
+        EXPECT_EQ(c.state, "jit") << c.failure;
+        EXPECT_NE(c.kernel.find("_nhwc__"), std::string::npos) << c.kernel;
+      }
+    }
+  }
+}
+
 // Backward filter reaches the JIT tier (Xbyak's NHWC rows) on tier 0's register-tile problems, and
 // is declined with the reason where tier 0 has its own kernel (depthwise, few channels: the direct
 // kernel on the NCHW twin); every tier the generic one's bits and the oracle's values, for groups,
