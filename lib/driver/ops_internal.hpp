@@ -44,8 +44,8 @@ void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, c
                        const float* dy, float* dx, convjit_pool_row_fn compiled = nullptr);
 // Whether g's pooling runs on a vector kernel with the channels in the lanes (NHWC max and mean).
 bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op);
-// Whether every NCHW output row of g runs on its W-interior vector kernel (no output formed one by
-// one at a row's ends).
-bool pool_forward_rows_run_as_vectors(const PoolGeometry& g, PoolOp op);
+// Whether every NCHW output row of g is whole vectors of its W-interior kernel (no output formed
+// one by one at a row's ends).
+bool pool_forward_rows_fill_vectors(const PoolGeometry& g, PoolOp op);
 
 }  // namespace convjit::detail

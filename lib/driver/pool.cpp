@@ -58,17 +58,21 @@ NhwcBackward nhwc_backward_kernel(const PoolGeometry& g, PoolOp op) {
   return nullptr;
 }
 
-// The ISA kernel for the W-interior outputs of NCHW max and mean rows (pool_nchw.hpp), or null.
-using NchwInterior = void (*)(const PoolGeometry&, PoolOp, const float*, int64_t, int64_t, float*);
+// The ISA kernel for the W-interior outputs of NCHW max and mean rows (pool_nchw.hpp), and its
+// vector's lanes; none: a null function.
+struct NchwInterior {
+  void (*run)(const PoolGeometry&, PoolOp, const float*, int64_t, int64_t, float*) = nullptr;
+  int64_t lanes = 1;
+};
 
 NchwInterior nchw_interior_kernel(const PoolGeometry& g, PoolOp op) {
 #if defined(__x86_64__)
-  if (avx512::pool_nchw_supported(g, op)) return avx512::pool_nchw_interior;
-  if (avx2::pool_nchw_supported(g, op)) return avx2::pool_nchw_interior;
+  if (avx512::pool_nchw_supported(g, op)) return {avx512::pool_nchw_interior, avx512::kPoolNchwLanes};
+  if (avx2::pool_nchw_supported(g, op)) return {avx2::pool_nchw_interior, avx2::kPoolNchwLanes};
 #endif
   (void)g;
   (void)op;
-  return nullptr;
+  return {};
 }
 
 // Per task: body.begin(n, c0, c1), then body.whole_task(n, c0, c1) (true: an ISA kernel ran the
@@ -204,9 +208,9 @@ struct NchwForwardPlanes {
     const OutputBox whole_windows = interior_outputs(g);
     interior_begin = whole_windows.lo[2];
     interior_end = whole_windows.hi[2];
-    vectors_take_interior = vectors != nullptr && interior_end > interior_begin;
+    vectors_take_interior = vectors.run != nullptr && interior_end > interior_begin;
     // Without a kernel, under a vector's worth: one by one.
-    if (!vectors && interior_end - interior_begin < 8) interior_end = interior_begin;
+    if (!vectors.run && interior_end - interior_begin < 8) interior_end = interior_begin;
   }
 
   void plane(int64_t n, int64_t c) {
@@ -215,7 +219,7 @@ struct NchwForwardPlanes {
     const float* x_plane = body.x + n * g.x.batch + c * g.x.channel;
     float* y_plane = body.y + n * g.y.batch + c * g.y.channel;
     if (vectors_take_interior) {
-      vectors(g, Op, x_plane, interior_begin, interior_end - interior_begin, y_plane);
+      vectors.run(g, Op, x_plane, interior_begin, interior_end - interior_begin, y_plane);
       if (interior_begin == 0 && interior_end == g.out[2]) return;  // no pixel at a row's end
     }
     const int64_t s = g.stride[2];
@@ -376,8 +380,9 @@ bool pool_runs_compiled_rows(const PoolGeometry& g, PoolOp op) {
   return nhwc_forward_kernel(g, op) != nullptr && !is_empty(interior_outputs(g));
 }
 
-bool pool_forward_rows_run_as_vectors(const PoolGeometry& g, PoolOp op) {
-  if (!nchw_interior_kernel(g, op) || g.pad_begin[2] != 0) return false;
+bool pool_forward_rows_fill_vectors(const PoolGeometry& g, PoolOp op) {
+  const NchwInterior vectors = nchw_interior_kernel(g, op);
+  if (!vectors.run || g.pad_begin[2] != 0 || g.out[2] % vectors.lanes != 0) return false;
   // The last output's taps along W all real, as the first's (no padding before it).
   return (g.out[2] - 1) * g.stride[2] + (g.window[2] - 1) * g.dilation[2] < g.in[2];
 }

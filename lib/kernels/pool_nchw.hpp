@@ -11,6 +11,7 @@
 namespace convjit::detail {
 
 namespace avx2 {
+inline constexpr int64_t kPoolNchwLanes = 8;
 bool pool_nchw_supported(const PoolGeometry& g, PoolOp op);
 // Outputs [first, first + count) of every output row of plane (n, c), every tap of theirs along W
 // real; y_plane is that plane of y (nothing else of it is written).
@@ -19,6 +20,7 @@ void pool_nchw_interior(const PoolGeometry& g, PoolOp op, const float* plane, in
 }  // namespace avx2
 
 namespace avx512 {
+inline constexpr int64_t kPoolNchwLanes = 16;
 bool pool_nchw_supported(const PoolGeometry& g, PoolOp op);
 void pool_nchw_interior(const PoolGeometry& g, PoolOp op, const float* plane, int64_t first, int64_t count,
                         float* y_plane);

@@ -6,6 +6,15 @@
 #include "ops_internal.hpp"
 
 namespace convjit::detail {
+namespace {
+
+// NCHW max or mean pooling forward (code) that keeps tier 0's NCHW rows on every tier.
+bool nchw_pool_forward_stays_on_tier0_rows(const PoolGeometry& g, int32_t code, PoolOp op) {
+  const bool forward = code == CONVJIT_OP_MAXPOOL_FORWARD || code == CONVJIT_OP_MEANPOOL_FORWARD;
+  return forward && g.layout == Layout::NCHW && g.stride[2] == 2 && pool_forward_rows_fill_vectors(g, op);
+}
+
+}  // namespace
 
 ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled, jit::Isa max_isa) {
   if (compiled) return {&generic_forward_kernel(g, RowKind::Tile, max_isa), compiled};
@@ -41,20 +50,21 @@ bool pool_rows_op(int32_t code, PoolOp* op) {
 bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs) {
   PoolOp op;
   if (!pool_rows_op(c.op, &op) || !make_pool_geometry(c.pool, runs).ok()) return false;
-  // The twin wherever it can run, but forward where every NCHW row runs on tier 0's vector kernel:
-  // that beats the twin's compiled rows and its layout copies (bench/RESULTS.md, "Session 12").
-  const bool forward = c.op == CONVJIT_OP_MAXPOOL_FORWARD || c.op == CONVJIT_OP_MEANPOOL_FORWARD;
-  const bool twin =
-      forward ? nchw_pool_forward_runs_as_nhwc(*runs, c.pool, op) : nchw_pool_backward_runs_as_nhwc(*runs, c.pool, op);
-  if (twin) *runs = pool_nhwc_twin(c.pool);
+  // The twin wherever it can run, but forward where every NCHW row is whole vectors of tier 0's
+  // NCHW kernel at W stride 2: there its rows beat the twin's compiled rows and layout copies; at
+  // stride 1 they do not always (bench/RESULTS.md, "Session 12").
+  if (!nchw_pool_forward_stays_on_tier0_rows(*runs, c.op, op) && nchw_pool_backward_runs_as_nhwc(*runs, c.pool, op)) {
+    *runs = pool_nhwc_twin(c.pool);
+  }
   return true;
 }
 
 std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const jit::Backend& backend,
                                       const jit::SpecKey& key) {
   if (g.layout != Layout::NHWC) {
-    const bool forward = key.op == CONVJIT_OP_MAXPOOL_FORWARD || key.op == CONVJIT_OP_MEANPOOL_FORWARD;
-    if (forward && pool_forward_rows_run_as_vectors(g, op)) return "NCHW forward rows on tier 0's vector kernel";
+    if (nchw_pool_forward_stays_on_tier0_rows(g, key.op, op)) {
+      return "NCHW forward rows of whole vectors at W stride 2: tier 0's NCHW kernel";
+    }
     return "NCHW without an NHWC twin (too large to copy, or no vector kernel)";
   }
   if (!pool_runs_compiled_rows(g, op)) return "no output's window lies wholly inside the input";
