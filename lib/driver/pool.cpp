@@ -194,8 +194,8 @@ void accumulate_run(const float* src, int64_t stride, int64_t count, float p, fl
 // NCHW forward of one (image, channel) plane. The outputs of a row whose taps along W are all real
 // share one clipped window: they go to the ISA kernel, every row of the plane in one call; without
 // one, tap by tap, each tap a strided run of one input row that vectorizes. The few pixels at the
-// rows' ends go one by one. What depends only on the problem is set up once
-// per call, not per plane.
+// rows' ends go one by one. What depends only on the problem is set up once per call, not per
+// plane.
 template <PoolOp Op>
 struct NchwForwardPlanes {
   ForwardBody<Op> body;
