@@ -1,7 +1,8 @@
 // Tier 0's NCHW max and mean pooling forward for the outputs of a row whose taps along W are all
 // real: the row's outputs fill the vector lanes, the last vector masked (W stride 1 or 2: one
-// load, or two and their even lanes, per tap); each output's taps in row-major order, as every pooling path visits
-// them, so the bits are the scalar path's. One kernel (pool_nchw_impl.hpp) built for AVX2 and for AVX-512.
+// load, or two and their even lanes, per tap); each output's taps in row-major order, as every
+// pooling path visits them, so the bits are the scalar path's. One kernel (pool_nchw_impl.hpp)
+// built for AVX2 and for AVX-512.
 #pragma once
 
 #include <cstdint>
