@@ -23,10 +23,11 @@ configure_sanitized_tree() {
   compile_flags=$1
   link_flags=$2
   shift 2
-  echo "== configure $build with $cxx $compile_flags"
-  "$cmake" -S "$src" -B "$build" -G "$generator" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" \
-    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" -DCONVJIT_LAYER_OPTIMIZATION=-O1 -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+  optimization=-O1
+  echo "== configure $build with $cxx $compile_flags $optimization"
+  "$cmake" -S "$src" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimization -g -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimization -g -DNDEBUG" \
+    -DCONVJIT_LAYER_OPTIMIZATION="$optimization" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
     -DCMAKE_CXX_FLAGS="$compile_flags" -DCMAKE_C_FLAGS="$compile_flags" \
     -DCMAKE_EXE_LINKER_FLAGS="$link_flags" -DCMAKE_SHARED_LINKER_FLAGS="$link_flags" \
     -DCONVJIT_BUILD_BENCH=OFF -DCONVJIT_BUILD_TOOLS=OFF -DCONVJIT_BUILD_TESTS=ON -DCONVJIT_WITH_LLVM=OFF "$@"
