@@ -36,6 +36,7 @@ class Generator : public CodeGenerator {
     emit_prologue();
     emit_pixel_loop();
     emit_epilogue();
+    emit_block_table();
   }
 
  private:
@@ -135,32 +136,26 @@ class Generator : public CodeGenerator {
     }
   }
 
-  // Blocks of the plan's pixel counts: the largest that leaves nothing or at least a smallest
-  // block (rows of 7, 14, 28, 56 go in whole blocks of 12, 8, 7, 6), else the largest that fits;
-  // what is left at the segment's end goes in a smallest block moved back to end at its last pixel,
-  // recomputing (bitwise the same) a few outputs. The driver gives segments of at least one
-  // smallest block.
+  // Blocks of the plan's pixel counts in the plan's schedule (rows of 17 go as 12 + 6, recomputing
+  // one output); what is left under the smallest block goes in a smallest block moved back to end
+  // at the segment's last pixel, recomputing (bitwise the same) a few outputs. The driver gives
+  // segments of at least one smallest block.
   void emit_pixel_loop() {
     const std::vector<int>& sizes = plan_.block_pixels;
     Label next, done;
-    std::vector<Label> block_of(sizes.size());
+    block_of_.resize(sizes.size());
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     L(next);
-    const int smallest = sizes.back();
-    for (size_t i = 0; i + 1 < sizes.size(); ++i) {  // a block that leaves nothing, or whole blocks' worth
-      cmp(reg_pixels_left, sizes[i]);
-      je(block_of[i], T_NEAR);
-      cmp(reg_pixels_left, sizes[i] + smallest);
-      jge(block_of[i], T_NEAR);
+    if (!plan_.block_schedule.empty()) {  // the schedule's block for what is left, the widest beyond it
+      cmp(reg_pixels_left, int(plan_.block_schedule.size()));
+      jge(block_of_[0], T_NEAR);
+      lea(rax, ptr[rip + block_table_]);
+      jmp(ptr[rax + reg_pixels_left * 8]);
     }
-    for (size_t i = 0; i + 1 < sizes.size(); ++i) {  // else the largest that fits
-      cmp(reg_pixels_left, sizes[i]);
-      jge(block_of[i], T_NEAR);
-    }
-    for (size_t i = sizes.size(); i-- > 0;) {  // the smallest first: it falls through from the choice
+    for (size_t i = sizes.size(); i-- > 0;) {  // the smallest first: with one size it falls through
       const int pixels = sizes[i];
-      L(block_of[i]);
+      L(block_of_[i]);
       if (i + 1 == sizes.size()) {
         Label whole;
         cmp(reg_pixels_left, pixels);
@@ -182,6 +177,14 @@ class Generator : public CodeGenerator {
       jmp(done, T_NEAR);
     }
     L(done);
+  }
+
+  // The schedule as a table of the blocks' entries, read by the pixel loop's indirect jump.
+  void emit_block_table() {
+    if (plan_.block_schedule.empty()) return;
+    align(8);
+    L(block_table_);
+    for (int block : plan_.block_schedule) putL(block_of_[block]);
   }
 
   // x and y on by `pixels` pixels.
@@ -355,6 +358,8 @@ class Generator : public CodeGenerator {
   const NhwcPlan plan_;
   const int vector_bytes_;
   const Xmm reg_tmp_a, reg_tmp_b;  // free once the reduction is done
+  std::vector<Label> block_of_;    // each block size's code, in block_pixels' order
+  Label block_table_;
 };
 
 #undef PROBLEM
@@ -366,6 +371,38 @@ int64_t nhwc_min_row_pixels(Isa isa, int32_t oc_class) {
   return isa == Isa::Avx512 || oc_class < kNhwcWideClass ? 6 : 3;
 }
 
+namespace {
+
+// The block to emit with r pixels left: the one after which the segment is done computing the
+// fewest pixels, then in the fewest blocks, then the widest. Under the smallest block, what is
+// left costs a smallest block (moved back).
+std::vector<int> schedule_blocks(const std::vector<int>& sizes) {
+  if (sizes.size() == 1) return {};
+  struct Cost {
+    int64_t pixels = 0, blocks = 0;
+    bool operator<(const Cost& o) const { return pixels != o.pixels ? pixels < o.pixels : blocks < o.blocks; }
+  };
+  const int horizon = 4 * (sizes.front() + sizes.back());
+  std::vector<Cost> rest(horizon + 1);
+  std::vector<int> first(horizon + 1, 0);
+  for (int r = 1; r <= horizon; ++r) {
+    Cost best{INT64_MAX, 0};
+    for (size_t i = 0; i < sizes.size(); ++i) {  // widest first, so a tie keeps the wider
+      const int b = sizes[i];
+      if (r < b && i + 1 < sizes.size()) continue;
+      const Cost c = r < b ? Cost{b, 1} : Cost{b + rest[r - b].pixels, 1 + rest[r - b].blocks};
+      if (c < best) best = c, first[r] = int(i);
+    }
+    rest[r] = best;
+  }
+  int end = horizon;  // the table ends where the widest starts every longer segment
+  while (end > 1 && first[end - 1] == 0) --end;
+  first.resize(end);
+  return first;
+}
+
+}  // namespace
+
 NhwcPlan plan_nhwc(const SpecKey& key) {
   NhwcPlan plan;
   plan.isa = traits_of(key.isa);
@@ -375,6 +412,7 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
   plan.block_pixels = key.isa == Isa::Avx512 ? std::vector<int>{12, 8, 7, 6}
                                              : std::vector<int>{int(nhwc_min_row_pixels(key.isa, key.oc_class))};
   assert(plan.min_row_pixels() == nhwc_min_row_pixels(key.isa, key.oc_class));
+  plan.block_schedule = schedule_blocks(plan.block_pixels);
   // AVX-512: 12 pixels (a quarter of the input broadcasts per FMA of 3) of one or two vectors;
   // with one, each input broadcast serves one FMA and is folded into it. AVX2: 12 accumulators;
   // the wide block broadcasts 3 inputs per 12 FMAs instead of 6 (bench/RESULTS.md, "Why the tier
@@ -397,8 +435,9 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
   const int steps = 2 * plan.pixel_groups + 5;
   const int64_t unrolled_taps =
       key.kernel[0] * (plan.rolled_rows ? 1 : key.kernel[1]) * (plan.rolled_columns ? 1 : key.kernel[2]);
-  plan.code_bytes =
-      kFrameCodeBytes + size_t(unrolled_taps) * plan.block_pixels.size() * size_t(12 * (fmas + loads + steps + 4));
+  plan.code_bytes = kFrameCodeBytes +
+                    size_t(unrolled_taps) * plan.block_pixels.size() * size_t(12 * (fmas + loads + steps + 4)) +
+                    8 * (plan.block_schedule.size() + 1);  // the schedule's table, aligned
   return plan;
 }
 

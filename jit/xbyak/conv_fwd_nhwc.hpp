@@ -21,6 +21,9 @@ struct NhwcPlan {
   IsaTraits isa;
   int pixels = 0, vectors = 0;      // register block: pixels x vectors of isa.lanes channels
   std::vector<int> block_pixels;    // the blocks the pixel loop emits, widest (= pixels) first
+  // With r pixels of the segment left, r < size(): the index in block_pixels of the block to emit
+  // next; from size() on, the widest. Empty with one block size.
+  std::vector<int> block_schedule;
   bool weights_held = false;        // the weight vectors stay over the block's pixels, else its inputs do
   bool embedded_broadcast = false;  // one vector: each input is used once, broadcast inside its FMA
   int pixel_groups = 0;             // input pointers, one per 3 pixels (x86 scales 1 and 2)

@@ -98,6 +98,49 @@ TEST(XbyakPlans, NhwcPlansFitTheIsasRegisters) {
                 });
 }
 
+// The NHWC pixel loop as the generator emits it: per step the schedule's block for the pixels
+// left (the widest beyond the table), a smallest block moved back when fewer than it are left.
+// Every row of at least one smallest block is covered, within the row, computing exactly its
+// pixels whenever they are a sum of the block sizes (a subset-sum independent of the schedule),
+// else under one smallest block more than it.
+TEST(XbyakPlans, NhwcBlockScheduleCoversEveryRowWithTheFewestPixels) {
+  for (jit::Isa isa : kIsas) {
+    for (int32_t oc_class : {jit::kNhwcNarrowClass, jit::kNhwcWideClass}) {
+      jit::SpecKey key = key_of(conv(2, Layout::NHWC, 1, 8, oc_class, 1, {40, 40, 1}, {3, 3, 1}), isa);
+      ASSERT_EQ(key.oc_class, oc_class);
+      const jit::xbyak::NhwcPlan plan = jit::xbyak::plan_nhwc(key);
+      const std::vector<int>& sizes = plan.block_pixels;
+      SCOPED_TRACE(key.name());
+      EXPECT_EQ(plan.block_schedule.empty(), sizes.size() == 1);
+      constexpr int kLongest = 300;
+      std::vector<bool> is_sum(kLongest + 1, false);
+      is_sum[0] = true;
+      for (int r = 1; r <= kLongest; ++r) {
+        for (int b : sizes) is_sum[r] = is_sum[r] || (r >= b && is_sum[r - b]);
+      }
+      for (int row = plan.min_row_pixels(); row <= kLongest; ++row) {
+        int left = row, computed = 0;
+        while (left > 0) {
+          const size_t i = size_t(left) < plan.block_schedule.size() ? size_t(plan.block_schedule[left]) : 0;
+          ASSERT_LT(i, sizes.size());
+          const int block = sizes[i];
+          ASSERT_TRUE(block <= left || i + 1 == sizes.size()) << "only the smallest block is moved back, row " << row;
+          computed += block;
+          left -= std::min(block, left);
+        }
+        if (is_sum[row]) {
+          EXPECT_EQ(computed, row) << "row " << row;
+        } else {
+          EXPECT_LT(computed, row + plan.min_row_pixels()) << "row " << row;
+        }
+      }
+      if (sizes == std::vector<int>{12, 8, 7, 6}) {
+        EXPECT_EQ(sizes[plan.block_schedule.at(17)], 12) << "17 = 12 + 6";
+      }
+    }
+  }
+}
+
 TEST(XbyakPlans, KeysTheGeneratorsCannotEmitAreRefusedWithAReason) {
   for (jit::Isa isa : kIsas) {
     const jit::SpecKey nhwc = key_of(conv(2, Layout::NHWC, 1, 8, 16, 1, {20, 20, 1}, {3, 3, 1}), isa);
