@@ -34,9 +34,9 @@ class Generator : public CodeGenerator {
         reg_tmp_a(vector(plan.isa, plan.isa.vector_registers - 2)),
         reg_tmp_b(vector(plan.isa, plan.isa.vector_registers - 1)) {
     emit_prologue();
-    emit_pixel_loop();
+    emit_channel_variants();
     emit_epilogue();
-    emit_block_table();
+    for (size_t variant = 0; variant < plan.block_vectors.size(); ++variant) emit_block_table(variant);
   }
 
  private:
@@ -106,11 +106,32 @@ class Generator : public CodeGenerator {
     mov(local(kPixels), rax);
     mov(reg_y, TILE(y));
     emit_channel_masks();
+  }
+
+  // The channel block's variant: the narrowest of the plan's vector counts that holds oc_count
+  // channels, its stores masked when the channels do not fill it. Each variant is a whole pixel
+  // loop; the packed weights keep the widest block's stride.
+  void emit_channel_variants() {
+    const std::vector<int>& counts = plan_.block_vectors;
+    std::vector<Label> variant_of(counts.size());
+    Label done;
     mov(rax, TILE(oc_count));
-    xor_(edx, edx);
-    cmp(rax, plan_.oc_block());
-    setl(dl);
-    mov(local(kPartialBlock), rdx);
+    for (size_t i = counts.size(); i-- > 1;) {
+      cmp(rax, plan_.isa.lanes * counts[i]);
+      jle(variant_of[i], T_NEAR);
+    }
+    block_of_.resize(counts.size());
+    block_table_.resize(counts.size());
+    for (size_t i = 0; i < counts.size(); ++i) {
+      L(variant_of[i]);
+      xor_(edx, edx);
+      cmp(rax, plan_.isa.lanes * counts[i]);
+      setl(dl);
+      mov(local(kPartialBlock), rdx);
+      emit_pixel_loop(i);
+      jmp(done, T_NEAR);
+    }
+    L(done);
   }
 
   // Channel masks for the partial block's stores and bias load: lane i of vector v is set when
@@ -140,22 +161,24 @@ class Generator : public CodeGenerator {
   // one output); what is left under the smallest block goes in a smallest block moved back to end
   // at the segment's last pixel, recomputing (bitwise the same) a few outputs. The driver gives
   // segments of at least one smallest block.
-  void emit_pixel_loop() {
+  void emit_pixel_loop(size_t variant) {
     const std::vector<int>& sizes = plan_.block_pixels;
+    const int vectors = plan_.block_vectors[variant];
+    std::vector<Label>& block_of = block_of_[variant];
     Label next, done;
-    block_of_.resize(sizes.size());
+    block_of.resize(sizes.size());
     mov(reg_pixels_left, local(kPixels));
     mov(reg_x_block, local(kXBase));
     L(next);
     if (!plan_.block_schedule.empty()) {  // the schedule's block for what is left, the widest beyond it
       cmp(reg_pixels_left, int(plan_.block_schedule.size()));
-      jge(block_of_[0], T_NEAR);
-      lea(rax, ptr[rip + block_table_]);
+      jge(block_of[0], T_NEAR);
+      lea(rax, ptr[rip + block_table_[variant]]);
       jmp(ptr[rax + reg_pixels_left * 8]);
     }
     for (size_t i = sizes.size(); i-- > 0;) {  // the smallest first: with one size it falls through
       const int pixels = sizes[i];
-      L(block_of_[i]);
+      L(block_of[i]);
       if (i + 1 == sizes.size()) {
         Label whole;
         cmp(reg_pixels_left, pixels);
@@ -170,7 +193,7 @@ class Generator : public CodeGenerator {
         mov(reg_pixels_left, pixels);
         L(whole);
       }
-      emit_block(pixels);
+      emit_block(pixels, vectors);
       emit_advance_pixels(pixels);
       sub(reg_pixels_left, pixels);
       jg(next, T_NEAR);
@@ -179,12 +202,12 @@ class Generator : public CodeGenerator {
     L(done);
   }
 
-  // The schedule as a table of the blocks' entries, read by the pixel loop's indirect jump.
-  void emit_block_table() {
+  // The schedule as a table of a variant's block entries, read by its pixel loop's indirect jump.
+  void emit_block_table(size_t variant) {
     if (plan_.block_schedule.empty()) return;
     align(8);
-    L(block_table_);
-    for (int block : plan_.block_schedule) putL(block_of_[block]);
+    L(block_table_[variant]);
+    for (int block : plan_.block_schedule) putL(block_of_[variant][block]);
   }
 
   // x and y on by `pixels` pixels.
@@ -203,13 +226,13 @@ class Generator : public CodeGenerator {
     add(reg_y, rax);
   }
 
-  void emit_block(int pixels) {
+  void emit_block(int pixels, int vectors) {
     for (int px = 0; px < pixels; ++px) {
-      for (int v = 0; v < plan_.vectors; ++v) vxorps(acc(px, v), acc(px, v), acc(px, v));
+      for (int v = 0; v < vectors; ++v) vxorps(acc(px, v), acc(px, v), acc(px, v));
     }
     mov(reg_weights, local(kPackedWeights));
-    emit_taps(pixels);
-    emit_store(pixels);
+    emit_taps(pixels, vectors);
+    emit_store(pixels, vectors);
   }
 
   // body() n times with step() between: unrolled, or as a run-time loop counted in `counter` on
@@ -235,7 +258,7 @@ class Generator : public CodeGenerator {
 
   // Taps in OHWI order (kd, kh, kw), each reducing over the input channels; the packed weights
   // run on in k order.
-  void emit_taps(int pixels) {
+  void emit_taps(int pixels, int vectors) {
     const int64_t kd_n = key_.kernel[0], kh_n = key_.kernel[1], kw_n = key_.kernel[2];
     auto start_reversed = [&](const Reg64& target, const Operand& step, int64_t n) {
       if (!key_.flip || n <= 1) return;
@@ -255,8 +278,9 @@ class Generator : public CodeGenerator {
           [&] {
             mov(reg_tap, reg_row);
             start_reversed(reg_tap, reg_col_step, kw_n);
-            emit_times(kw_n, plan_.rolled_columns, kColumnsLeft, [&] { emit_ic_loop(pixels); },
-                       [&] { advance(reg_tap, reg_col_step); });
+            emit_times(
+                kw_n, plan_.rolled_columns, kColumnsLeft, [&] { emit_ic_loop(pixels, vectors); },
+                [&] { advance(reg_tap, reg_col_step); });
           },
           [&] { advance(reg_row, local(kRowStep)); });
     }
@@ -269,7 +293,7 @@ class Generator : public CodeGenerator {
     return within == 0 ? RegExp(base) : base + reg_pixel_step * within;
   }
 
-  void emit_ic_loop(int pixels) {
+  void emit_ic_loop(int pixels, int vectors) {
     const int groups = (pixels + 2) / 3;
     for (int group = 0; group < groups; ++group) {
       if (group == 0) mov(reg_in[0], reg_tap);
@@ -280,18 +304,18 @@ class Generator : public CodeGenerator {
     Label loop;
     L(loop);
     if (plan_.weights_held) {
-      for (int v = 0; v < plan_.vectors; ++v) vmovups(weight(v), ptr[reg_weights + vector_bytes_ * v]);
+      for (int v = 0; v < vectors; ++v) vmovups(weight(v), ptr[reg_weights + vector_bytes_ * v]);
       for (int px = 0; px < pixels; ++px) {
         if (plan_.embedded_broadcast) {
           vfmadd231ps(acc(px, 0), weight(0), ptr_b[input_at(px)]);
           continue;
         }
         vbroadcastss(input(px), ptr[input_at(px)]);
-        for (int v = 0; v < plan_.vectors; ++v) vfmadd231ps(acc(px, v), input(px), weight(v));
+        for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(px, v), input(px), weight(v));
       }
     } else {
       for (int px = 0; px < pixels; ++px) vbroadcastss(input(px), ptr[input_at(px)]);
-      for (int v = 0; v < plan_.vectors; ++v) {
+      for (int v = 0; v < vectors; ++v) {
         vmovups(weight(v), ptr[reg_weights + vector_bytes_ * v]);
         for (int px = 0; px < pixels; ++px) vfmadd231ps(acc(px, v), input(px), weight(v));
       }
@@ -302,12 +326,12 @@ class Generator : public CodeGenerator {
     jnz(loop, T_NEAR);
   }
 
-  void emit_store(int pixels) {
+  void emit_store(int pixels, int vectors) {
     Label no_bias;
     mov(rax, local(kBias));
     test(rax, rax);
     jz(no_bias, T_NEAR);
-    for (int v = 0; v < plan_.vectors; ++v) {
+    for (int v = 0; v < vectors; ++v) {
       if (plan_.isa.opmask) {
         vmovups(reg_tmp_a | channel_mask(v) | T_z, ptr[rax + vector_bytes_ * v]);
       } else {
@@ -320,7 +344,7 @@ class Generator : public CodeGenerator {
     if (key_.relu) {
       vxorps(reg_tmp_a, reg_tmp_a, reg_tmp_a);
       for (int px = 0; px < pixels; ++px) {
-        for (int v = 0; v < plan_.vectors; ++v) vmaxps(acc(px, v), reg_tmp_a, acc(px, v));  // keeps NaN
+        for (int v = 0; v < vectors; ++v) vmaxps(acc(px, v), reg_tmp_a, acc(px, v));  // keeps NaN
       }
     }
     // Full blocks store plainly: masked stores cost AMD cores many cycles each, which a block
@@ -332,11 +356,11 @@ class Generator : public CodeGenerator {
     jne(masked, T_NEAR);
     for (int px = 0; px < pixels; ++px) {
       if (px > 0) add(rax, rdx);
-      for (int v = 0; v < plan_.vectors; ++v) vmovups(ptr[rax + vector_bytes_ * v], acc(px, v));
+      for (int v = 0; v < vectors; ++v) vmovups(ptr[rax + vector_bytes_ * v], acc(px, v));
     }
     jmp(stored, T_NEAR);
     L(masked);
-    for (int v = 0; v < plan_.vectors; ++v) {
+    for (int v = 0; v < vectors; ++v) {
       if (!plan_.isa.opmask) vmovups(reg_tmp_b, mask(v));
       mov(rcx, rax);
       for (int px = 0; px < pixels; ++px) {
@@ -358,8 +382,8 @@ class Generator : public CodeGenerator {
   const NhwcPlan plan_;
   const int vector_bytes_;
   const Xmm reg_tmp_a, reg_tmp_b;  // free once the reduction is done
-  std::vector<Label> block_of_;    // each block size's code, in block_pixels' order
-  Label block_table_;
+  std::vector<std::vector<Label>> block_of_;  // per variant, each block size's code in block_pixels' order
+  std::vector<Label> block_table_;            // per variant
 };
 
 #undef PROBLEM
@@ -419,6 +443,9 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
   // rules ...").
   plan.vectors = key.oc_class >= kNhwcWideClass ? (key.isa == Isa::Avx512 ? 2 : 4) : (key.isa == Isa::Avx512 ? 1 : 2);
   plan.pixels = plan.block_pixels.front();
+  // A partial channel block of at most half the vectors runs half of them (oc 80 as 32 + 32 + 16,
+  // not + 32 with 16 channels masked off).
+  plan.block_vectors = plan.vectors > 1 ? std::vector<int>{plan.vectors, plan.vectors / 2} : std::vector<int>{1};
   plan.weights_held = plan.vectors <= 2;
   plan.embedded_broadcast = plan.isa.opmask && plan.vectors == 1;
   plan.pixel_groups = (plan.pixels + 2) / 3;
@@ -435,9 +462,11 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
   const int steps = 2 * plan.pixel_groups + 5;
   const int64_t unrolled_taps =
       key.kernel[0] * (plan.rolled_rows ? 1 : key.kernel[1]) * (plan.rolled_columns ? 1 : key.kernel[2]);
-  plan.code_bytes = kFrameCodeBytes +
-                    size_t(unrolled_taps) * plan.block_pixels.size() * size_t(12 * (fmas + loads + steps + 4)) +
-                    8 * (plan.block_schedule.size() + 1);  // the schedule's table, aligned
+  const size_t variants = plan.block_vectors.size();
+  plan.code_bytes =
+      kFrameCodeBytes * variants +
+      variants * (size_t(unrolled_taps) * plan.block_pixels.size() * size_t(12 * (fmas + loads + steps + 4)) +
+                  8 * (plan.block_schedule.size() + 1));  // the schedule's table, aligned
   return plan;
 }
 

@@ -20,6 +20,8 @@ namespace convjit::jit::xbyak {
 struct NhwcPlan {
   IsaTraits isa;
   int pixels = 0, vectors = 0;      // register block: pixels x vectors of isa.lanes channels
+  std::vector<int> block_vectors;   // the channel variants, widest (= vectors) first: a partial
+                                    // channel block runs the narrowest that holds its channels
   std::vector<int> block_pixels;    // the blocks the pixel loop emits, widest (= pixels) first
   // With r pixels of the segment left, r < size(): the index in block_pixels of the block to emit
   // next; from size() on, the widest. Empty with one block size.

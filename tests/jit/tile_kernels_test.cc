@@ -146,8 +146,9 @@ std::vector<TileSpot> tile_spots(const detail::ConvGeometry& g, int64_t max_oc) 
 }
 
 // Row segments for a row kernel: the row's start (padding on the left), its end (on the right),
-// the shortest it takes, and the whole row; channel tails as above, at most max_oc channels. None
-// where the rows are shorter than the kernel's minimum (the driver never gives it those).
+// the shortest it takes, and the whole row; channel tails as above, at most max_oc channels, and
+// half of them and one more (where a kernel's narrower channel variant ends). None where the rows
+// are shorter than the kernel's minimum (the driver never gives it those).
 std::vector<TileSpot> row_spots(const detail::ConvGeometry& g, int64_t min_pixels, int64_t max_oc) {
   const int64_t row = g.out[2], last_row = g.out[1] - 1;
   if (row < min_pixels) return {};
@@ -160,6 +161,8 @@ std::vector<TileSpot> row_spots(const detail::ConvGeometry& g, int64_t min_pixel
       {g.batch - 1, g.groups - 1, g.out[0] - 1, last_row * row + row - shortest, shortest, group_oc,
        std::max<int64_t>(1, ocs - 1)},
       {0, g.groups - 1, 0, last_row * row, row, group_oc + g.oc_per_group - ocs, ocs},
+      {0, 0, g.out[0] - 1, last_row * row, row, 0, std::max<int64_t>(1, ocs / 2)},
+      {g.batch - 1, 0, 0, 0, row, 0, ocs / 2 + 1},
   };
 }
 

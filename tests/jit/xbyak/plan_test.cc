@@ -89,6 +89,10 @@ TEST(XbyakPlans, NhwcPlansFitTheIsasRegisters) {
                   EXPECT_EQ(plan.embedded_broadcast, traits.opmask && plan.vectors == 1) << key.name();
                   ASSERT_FALSE(plan.block_pixels.empty()) << key.name();
       EXPECT_EQ(plan.block_pixels.front(), plan.pixels) << key.name();
+      // Channel variants: the block's vectors, then half of them for a partial block that fits.
+      const std::vector<int> variants =
+          plan.vectors > 1 ? std::vector<int>{plan.vectors, plan.vectors / 2} : std::vector<int>{1};
+      EXPECT_EQ(plan.block_vectors, variants) << key.name();
       EXPECT_TRUE(std::is_sorted(plan.block_pixels.rbegin(), plan.block_pixels.rend())) << key.name();
       EXPECT_EQ(plan.min_row_pixels(), plan.block_pixels.back()) << key.name();
       EXPECT_EQ(plan.min_row_pixels(), jit::xbyak::nhwc_min_row_pixels(key.isa, key.oc_class)) << key.name();
