@@ -21,7 +21,8 @@ constexpr int kMaxPixelGroups = 4;
 #define PROBLEM(field) qword[reg_problem + offsetof(convjit_conv_problem, field)]
 #define TILE(field) qword[reg_tile + offsetof(convjit_conv_tile, field)]
 
-// Emits: for each block of plan.pixels pixels of the row segment,
+// Emits: for the channel block's variant (its vector count), for each block of the row segment in
+// the plan's schedule,
 //   acc[px][oc] = sum over (kd, kh, kw, ic) in OHWI order of x[px + tap][ic] * w[oc][tap][ic]
 // as one FMA chain per output, then + bias, then relu: the generic tier's numbers exactly.
 class Generator : public CodeGenerator {
