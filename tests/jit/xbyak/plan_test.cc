@@ -51,55 +51,55 @@ void for_each_plan(Layout layout, PlanOf plan_of, Check check) {
   }
 }
 
+void check_nchw_plan(const jit::SpecKey& key, const jit::xbyak::NchwPlan& plan, const jit::xbyak::IsaTraits& traits) {
+  EXPECT_GE(plan.oc_block, 1);
+  EXPECT_LE(plan.oc_block, std::min(key.oc_class, 4)) << key.name();
+  EXPECT_GE(plan.vectors, 2) << key.name();
+  EXPECT_LE(plan.vector_registers_used, traits.vector_registers) << key.name();
+  // Accumulators, inputs, the broadcast; at stride 2 the load halves and their helper.
+  const int fixed = key.stride[2] == 1 ? 1 : 4;
+  EXPECT_EQ(plan.vector_registers_used, plan.oc_block * plan.vectors + plan.vectors + fixed) << key.name();
+  EXPECT_EQ(plan.min_row_pixels, 2 * traits.lanes) << key.name();
+  EXPECT_EQ(plan.min_row_pixels, jit::xbyak::nchw_min_row_pixels(key.isa)) << key.name();
+  ASSERT_FALSE(plan.block_vectors.empty()) << key.name();
+  EXPECT_EQ(plan.block_vectors.front(), plan.vectors) << key.name();
+  EXPECT_EQ(plan.block_vectors.back(), 2) << key.name();
+  EXPECT_TRUE(std::is_sorted(plan.block_vectors.rbegin(), plan.block_vectors.rend())) << key.name();
+  EXPECT_EQ(plan.rolled_rows,
+            key.kernel[1] >= jit::xbyak::kRolledKernelRows || (traits.opmask && key.kernel[0] * key.kernel[1] > 3))
+      << key.name();
+  EXPECT_GE(plan.code_bytes, jit::xbyak::kFrameCodeBytes + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]) * 100)
+      << key.name();
+}
+
 TEST(XbyakPlans, NchwPlansFitTheIsasRegisters) {
-  for_each_plan(Layout::NCHW, jit::xbyak::plan_nchw,
-                [](const jit::SpecKey& key, const jit::xbyak::NchwPlan& plan, const jit::xbyak::IsaTraits& traits) {
-                  EXPECT_GE(plan.oc_block, 1);
-                  EXPECT_LE(plan.oc_block, std::min(key.oc_class, 4)) << key.name();
-                  EXPECT_GE(plan.vectors, 2) << key.name();
-                  EXPECT_LE(plan.vector_registers_used, traits.vector_registers) << key.name();
-                  // Accumulators, inputs, the broadcast; at stride 2 the load halves and their helper.
-                  const int fixed = key.stride[2] == 1 ? 1 : 4;
-                  EXPECT_EQ(plan.vector_registers_used, plan.oc_block * plan.vectors + plan.vectors + fixed)
-                      << key.name();
-                  EXPECT_EQ(plan.min_row_pixels, 2 * traits.lanes) << key.name();
-      EXPECT_EQ(plan.min_row_pixels, jit::xbyak::nchw_min_row_pixels(key.isa)) << key.name();
-      ASSERT_FALSE(plan.block_vectors.empty()) << key.name();
-      EXPECT_EQ(plan.block_vectors.front(), plan.vectors) << key.name();
-      EXPECT_EQ(plan.block_vectors.back(), 2) << key.name();
-      EXPECT_TRUE(std::is_sorted(plan.block_vectors.rbegin(), plan.block_vectors.rend())) << key.name();
-                  EXPECT_EQ(plan.rolled_rows, key.kernel[1] >= jit::xbyak::kRolledKernelRows ||
-                                                   (traits.opmask && key.kernel[0] * key.kernel[1] > 3))
-                      << key.name();
-                  EXPECT_GE(plan.code_bytes,
-                            jit::xbyak::kFrameCodeBytes + size_t(key.kernel[0] * key.kernel[1] * key.kernel[2]) * 100)
-                      << key.name();
-                });
+  for_each_plan(Layout::NCHW, jit::xbyak::plan_nchw, check_nchw_plan);
+}
+
+void check_nhwc_plan(const jit::SpecKey& key, const jit::xbyak::NhwcPlan& plan, const jit::xbyak::IsaTraits& traits) {
+  EXPECT_EQ(plan.oc_block(), plan.vectors * traits.lanes);
+  EXPECT_LE(plan.oc_block(), key.oc_class) << key.name();
+  EXPECT_GE(plan.pixels * plan.vectors, 12) << key.name();  // enough chains to hide the FMA latency
+  EXPECT_LE(plan.vector_registers_used, traits.vector_registers) << key.name();
+  EXPECT_LE(plan.pixel_groups, 4) << key.name();
+  EXPECT_EQ(plan.pixel_groups, (plan.pixels + 2) / 3) << key.name();
+  EXPECT_EQ(plan.embedded_broadcast, traits.opmask && plan.vectors == 1) << key.name();
+  ASSERT_FALSE(plan.block_pixels.empty()) << key.name();
+  EXPECT_EQ(plan.block_pixels.front(), plan.pixels) << key.name();
+  // Channel variants: the block's vectors, then half of them for a partial block that fits.
+  const std::vector<int> variants =
+      plan.vectors > 1 ? std::vector<int>{plan.vectors, plan.vectors / 2} : std::vector<int>{1};
+  EXPECT_EQ(plan.block_vectors, variants) << key.name();
+  EXPECT_TRUE(std::is_sorted(plan.block_pixels.rbegin(), plan.block_pixels.rend())) << key.name();
+  EXPECT_EQ(plan.min_row_pixels(), plan.block_pixels.back()) << key.name();
+  EXPECT_EQ(plan.min_row_pixels(), jit::xbyak::nhwc_min_row_pixels(key.isa, key.oc_class)) << key.name();
+  // The two temporaries are the last two vectors: free once the reduction is done, but no
+  // accumulator may live there.
+  EXPECT_LE(plan.pixels * plan.vectors, traits.vector_registers - 2) << key.name();
 }
 
 TEST(XbyakPlans, NhwcPlansFitTheIsasRegisters) {
-  for_each_plan(Layout::NHWC, jit::xbyak::plan_nhwc,
-                [](const jit::SpecKey& key, const jit::xbyak::NhwcPlan& plan, const jit::xbyak::IsaTraits& traits) {
-                  EXPECT_EQ(plan.oc_block(), plan.vectors * traits.lanes);
-                  EXPECT_LE(plan.oc_block(), key.oc_class) << key.name();
-                  EXPECT_GE(plan.pixels * plan.vectors, 12) << key.name();  // enough chains to hide the FMA latency
-                  EXPECT_LE(plan.vector_registers_used, traits.vector_registers) << key.name();
-                  EXPECT_LE(plan.pixel_groups, 4) << key.name();
-                  EXPECT_EQ(plan.pixel_groups, (plan.pixels + 2) / 3) << key.name();
-                  EXPECT_EQ(plan.embedded_broadcast, traits.opmask && plan.vectors == 1) << key.name();
-                  ASSERT_FALSE(plan.block_pixels.empty()) << key.name();
-      EXPECT_EQ(plan.block_pixels.front(), plan.pixels) << key.name();
-      // Channel variants: the block's vectors, then half of them for a partial block that fits.
-      const std::vector<int> variants =
-          plan.vectors > 1 ? std::vector<int>{plan.vectors, plan.vectors / 2} : std::vector<int>{1};
-      EXPECT_EQ(plan.block_vectors, variants) << key.name();
-      EXPECT_TRUE(std::is_sorted(plan.block_pixels.rbegin(), plan.block_pixels.rend())) << key.name();
-      EXPECT_EQ(plan.min_row_pixels(), plan.block_pixels.back()) << key.name();
-      EXPECT_EQ(plan.min_row_pixels(), jit::xbyak::nhwc_min_row_pixels(key.isa, key.oc_class)) << key.name();
-                  // The two temporaries are the last two vectors: free once the reduction is done, but no
-                  // accumulator may live there.
-                  EXPECT_LE(plan.pixels * plan.vectors, traits.vector_registers - 2) << key.name();
-                });
+  for_each_plan(Layout::NHWC, jit::xbyak::plan_nhwc, check_nhwc_plan);
 }
 
 // The NHWC pixel loop as the generator emits it: per step the schedule's block for the pixels
