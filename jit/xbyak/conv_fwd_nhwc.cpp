@@ -433,10 +433,14 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
   plan.isa = traits_of(key.isa);
   plan.unsupported = key.layout != CONVJIT_NHWC ? "not NHWC" : common_unsupported_reason(key);
   if (!plan.unsupported.empty()) return plan;
-  // AVX-512: 12-pixel blocks, and 8, 7 and 6 for short rows and row ends.
-  plan.block_pixels = key.isa == Isa::Avx512 ? std::vector<int>{12, 8, 7, 6}
-                                             : std::vector<int>{int(nhwc_min_row_pixels(key.isa, key.oc_class))};
-  assert(plan.min_row_pixels() == nhwc_min_row_pixels(key.isa, key.oc_class));
+  // AVX-512: 12-pixel blocks, and 8, 7 and 6 for short rows and row ends. AVX2's wide 3-pixel
+  // blocks, and 2 (8 accumulators: still two chains per FMA unit's latency), so rows of 7 go as
+  // 3 + 2 + 2, not 3 + 3 + 3 moved back; the shortest segment taken stays the tier rules' 3.
+  plan.block_pixels = key.isa == Isa::Avx512           ? std::vector<int>{12, 8, 7, 6}
+                      : key.oc_class >= kNhwcWideClass ? std::vector<int>{3, 2}
+                                                       : std::vector<int>{6};
+  plan.min_row_pixels = nhwc_min_row_pixels(key.isa, key.oc_class);
+  assert(plan.min_row_pixels >= plan.block_pixels.back());
   plan.block_schedule = schedule_blocks(plan.block_pixels);
   // AVX-512: 12 pixels (a quarter of the input broadcasts per FMA of 3) of one or two vectors;
   // with one, each input broadcast serves one FMA and is folded into it. AVX2: 12 accumulators;
@@ -481,7 +485,7 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
   kernel.packs_weights = 1;
   kernel.oc_block = plan.oc_block();
   kernel.row_kernel = 1;
-  kernel.min_row_pixels = plan.min_row_pixels();
+  kernel.min_row_pixels = plan.min_row_pixels;
   kernel.row_lanes = 1;  // pixels are not in the lanes (and packing kernels are never flattened)
   return emit_kernel(
       key, kernel, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); }, out, error);

@@ -35,10 +35,10 @@ struct NhwcPlan {
   int vector_registers_used = 0;    // within isa.vector_registers
   std::string unsupported;          // why the key is not generated, or empty
   int oc_block() const { return isa.lanes * vectors; }
-  int64_t min_row_pixels() const { return block_pixels.back(); }  // segments of at least one block
+  int64_t min_row_pixels = 0;  // the shortest segment taken: at least the smallest block
 };
 NhwcPlan plan_nhwc(const SpecKey& key);
-// The plans' smallest block (the backend's ISA choice reads it without planning).
+// The plans' shortest segment (the backend's ISA choice reads it without planning).
 int64_t nhwc_min_row_pixels(Isa isa, int32_t oc_class);
 
 bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error);

@@ -91,8 +91,8 @@ void check_nhwc_plan(const jit::SpecKey& key, const jit::xbyak::NhwcPlan& plan, 
       plan.vectors > 1 ? std::vector<int>{plan.vectors, plan.vectors / 2} : std::vector<int>{1};
   EXPECT_EQ(plan.block_vectors, variants) << key.name();
   EXPECT_TRUE(std::is_sorted(plan.block_pixels.rbegin(), plan.block_pixels.rend())) << key.name();
-  EXPECT_EQ(plan.min_row_pixels(), plan.block_pixels.back()) << key.name();
-  EXPECT_EQ(plan.min_row_pixels(), jit::xbyak::nhwc_min_row_pixels(key.isa, key.oc_class)) << key.name();
+  EXPECT_GE(plan.min_row_pixels, plan.block_pixels.back()) << key.name();
+  EXPECT_EQ(plan.min_row_pixels, jit::xbyak::nhwc_min_row_pixels(key.isa, key.oc_class)) << key.name();
   // The two temporaries are the last two vectors: free once the reduction is done, but no
   // accumulator may live there.
   EXPECT_LE(plan.pixels * plan.vectors, traits.vector_registers - 2) << key.name();
@@ -122,7 +122,7 @@ TEST(XbyakPlans, NhwcBlockScheduleCoversEveryRowWithTheFewestPixels) {
       for (int r = 1; r <= kLongest; ++r) {
         for (int b : sizes) is_sum[r] = is_sum[r] || (r >= b && is_sum[r - b]);
       }
-      for (int row = plan.min_row_pixels(); row <= kLongest; ++row) {
+      for (int row = plan.min_row_pixels; row <= kLongest; ++row) {
         int left = row, computed = 0;
         while (left > 0) {
           const size_t i = size_t(left) < plan.block_schedule.size() ? size_t(plan.block_schedule[left]) : 0;
@@ -135,7 +135,7 @@ TEST(XbyakPlans, NhwcBlockScheduleCoversEveryRowWithTheFewestPixels) {
         if (is_sum[row]) {
           EXPECT_EQ(computed, row) << "row " << row;
         } else {
-          EXPECT_LT(computed, row + plan.min_row_pixels()) << "row " << row;
+          EXPECT_LT(computed, row + plan.min_row_pixels) << "row " << row;
         }
       }
       if (sizes == std::vector<int>{12, 8, 7, 6}) {
