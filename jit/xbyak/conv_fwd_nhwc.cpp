@@ -433,12 +433,13 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
   plan.isa = traits_of(key.isa);
   plan.unsupported = key.layout != CONVJIT_NHWC ? "not NHWC" : common_unsupported_reason(key);
   if (!plan.unsupported.empty()) return plan;
-  // AVX-512: 12-pixel blocks, and 8, 7 and 6 for short rows and row ends. AVX2's wide 3-pixel
-  // blocks, and 2 (8 accumulators: still two chains per FMA unit's latency), so rows of 7 go as
-  // 3 + 2 + 2, not 3 + 3 + 3 moved back; the shortest segment taken stays the tier rules' 3.
+  // AVX-512: 12-pixel blocks, and 8, 7 and 6 for short rows and row ends. AVX2: blocks of 3 and 2
+  // pixels (wide) or 6, 5 and 4 (narrow), the smallest with 8 accumulators (still two chains per
+  // FMA unit's latency), so rows of 7 go as 3 + 2 + 2, not 3 + 3 + 3 moved back, and of 22 as
+  // 6 + 6 + 6 + 4; the shortest segment taken stays the tier rules' 3 or 6.
   plan.block_pixels = key.isa == Isa::Avx512           ? std::vector<int>{12, 8, 7, 6}
                       : key.oc_class >= kNhwcWideClass ? std::vector<int>{3, 2}
-                                                       : std::vector<int>{6};
+                                                       : std::vector<int>{6, 5, 4};
   plan.min_row_pixels = nhwc_min_row_pixels(key.isa, key.oc_class);
   assert(plan.min_row_pixels >= plan.block_pixels.back());
   plan.block_schedule = schedule_blocks(plan.block_pixels);
