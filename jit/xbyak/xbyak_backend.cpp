@@ -13,13 +13,10 @@
 namespace convjit::jit {
 namespace {
 
-// The shortest NHWC output row AVX2's kernels take (bench/RESULTS.md, "Why the tier rules ...").
-constexpr int64_t kNhwcMinRowPixels = 12;
-
-// AVX-512's NHWC kernel takes rows from its smallest block (bench/RESULTS.md, "Which ISA ...").
+// The shortest row a kernel takes: its plan's (bench/RESULTS.md, "Why the tier rules ...").
 int64_t min_row_pixels(const SpecKey& key) {
-  if (key.layout == CONVJIT_NCHW) return xbyak::nchw_min_row_pixels(key.isa);
-  return key.isa == Isa::Avx512 ? xbyak::nhwc_min_row_pixels(key.isa, key.oc_class) : kNhwcMinRowPixels;
+  return key.layout == CONVJIT_NCHW ? xbyak::nchw_min_row_pixels(key.isa)
+                                    : xbyak::nhwc_min_row_pixels(key.isa, key.oc_class);
 }
 
 class XbyakBackend : public Backend {
