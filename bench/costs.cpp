@@ -198,12 +198,17 @@ void register_all(const cb::ShapeSet& set) {
     for (convjit::jit::Isa isa : {convjit::jit::Isa::Avx2Fma, convjit::jit::Isa::Avx512}) {
       const auto key = convjit::jit::make_spec_key(g, params.rank, false, isa, false);
       keys.emplace(key.name(), key);
+      if (convjit::detail::runs_depthwise_rows(g)) {  // what the runtime keys for Xbyak
+        const auto rows = convjit::jit::make_depthwise_spec_key(g, params.rank, false, isa);
+        keys.emplace(rows.name(), rows);
+      }
     }
   }
   for (const auto& [backend, make] : built_backends()) {
     for (const auto& [name, key] : keys) {
       if (backend == "llvm" && key.layout != CONVJIT_NCHW) continue;  // it generates NCHW kernels only
       if (backend == "llvm" && key.isa != convjit::jit::Isa::Avx2Fma) continue;  // and AVX2 ones
+      if (backend == "llvm" && key.depthwise_groups) continue;                   // and no depthwise rows
       benchmark::RegisterBenchmark(("compile/" + backend + "/" + name).c_str(), bm_compile, make, key)
           ->Unit(benchmark::kMicrosecond);
     }

@@ -1,6 +1,6 @@
 // What a JIT backend offers the runtime: compiled kernels for specialization keys (forward
-// convolution tiles; Xbyak also max and mean pooling rows, forward and backward, and NHWC
-// backward-filter rows).
+// convolution tiles; Xbyak also NHWC depthwise forward rows, max and mean pooling rows, forward
+// and backward, and NHWC backward-filter rows).
 // Backends are plain factories (no LLVM or Xbyak type escapes jit/), thread-safe, and never
 // throw: a failed compile is a message, and the configuration stays on the generic tier.
 #pragma once
@@ -29,6 +29,7 @@ struct CompiledKernel {
   const void* entry() const {
     if (pool_row) return reinterpret_cast<const void*>(pool_row);
     if (filter.compute) return reinterpret_cast<const void*>(filter.compute);
+    if (kernel.depthwise_row) return reinterpret_cast<const void*>(kernel.depthwise_row);
     return reinterpret_cast<const void*>(kernel.compute);
   }
 };
@@ -49,8 +50,11 @@ class Backend {
   // Whether the backend compiles kernels of op (convjit_op) at all: forward convolution, by every
   // backend; max and mean pooling, forward and backward, and backward filter, by Xbyak.
   virtual bool compiles(int32_t op) const { return op == CONVJIT_OP_CONV_FORWARD; }
-  // The ISA of a pooling or backward-filter kernel, at most `cap`, and why such a key is not
-  // generated (or empty); asked only where compiles(op).
+  // Whether it compiles NHWC depthwise forward rows (depthwise_rows_abi.h; keys from
+  // make_depthwise_spec_key), by Xbyak; the runtime keys such problems so only where it does.
+  virtual bool compiles_depthwise_rows() const { return false; }
+  // The ISA of a pooling, backward-filter or depthwise-rows kernel, at most `cap`, and why such a
+  // key is not generated (or empty); asked only where the backend compiles its kind.
   virtual Isa rows_isa_for(Isa cap) const { return cap; }
   virtual std::string rows_decline_reason(const SpecKey&) const { return {}; }
   // Returns false and sets *error when the key is unsupported or generation fails.

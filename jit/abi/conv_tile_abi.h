@@ -24,6 +24,8 @@
 
 #include <stdint.h>
 
+#include "depthwise_rows_abi.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -69,6 +71,9 @@ typedef struct convjit_conv_kernel {
   int64_t min_row_pixels;           /* row kernels: shorter segments go to the generic tile */
   int64_t row_lanes;                /* row kernels: output pixels per vector (the driver's flattening reads it) */
   int32_t row_kernel;               /* 1: takes one output row segment and an input view */
+  /* Set instead of compute: NHWC depthwise rows (depthwise_rows_abi.h), which tier 0's NHWC depthwise
+   * kernel calls for the outputs whose W taps are all real. */
+  convjit_depthwise_row_fn depthwise_row;
 } convjit_conv_kernel;
 
 #ifdef __cplusplus

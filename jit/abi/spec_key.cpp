@@ -111,4 +111,11 @@ SpecKey make_filter_spec_key(const convjit_conv_problem& p, int32_t rank, Isa is
   return k;
 }
 
+SpecKey make_depthwise_spec_key(const convjit_conv_problem& p, int32_t rank, bool relu, Isa isa) {
+  SpecKey k = make_spec_key(p, rank, relu, isa, false);
+  k.oc_class = 0;
+  k.depthwise_groups = int32_t(std::min<int64_t>(p.groups, INT32_MAX));
+  return k;
+}
+
 }  // namespace convjit::jit

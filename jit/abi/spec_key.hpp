@@ -30,8 +30,9 @@ struct SpecKey {
   // channels by up to 4). NHWC: kNhwcNarrowClass or kNhwcWideClass (its kernels block 16 or 32).
   // Pooling: 0.
   int32_t oc_class;
-  // Backward filter of a depthwise problem (one input and one output channel per group): its
-  // groups, whose channels fill the lanes (saturated; the plan declines beyond its limit); else 0.
+  // Forward (NHWC) or backward filter of a depthwise problem (one input and one output channel per
+  // group): its groups, whose channels fill the lanes (saturated; the plan declines beyond its
+  // limit); else 0.
   // With the above, eight 32-bit fields: no padding bytes, so memcmp compares keys.
   int32_t depthwise_groups = 0;
   int64_t kernel[3], stride[3], dilation[3];  // normalized D, H, W (pooling: the window's)
@@ -41,7 +42,8 @@ struct SpecKey {
   bool operator==(const SpecKey& other) const { return std::memcmp(this, &other, sizeof *this) == 0; }
   uint64_t hash() const;
   // Op, type, shape and ISA, e.g. "conv2d_fwd_f32_k3x3_s1_relu__avx512", "maxpool2d_bwd_f32_k3x3_s2_nhwc__avx512",
-  // "conv2d_bwd_filter_f32_k3x3_s1_nhwc_c64to64__avx512", "conv2d_bwd_filter_f32_k3x3_s1_nhwc_dw128__avx512":
+  // "conv2d_bwd_filter_f32_k3x3_s1_nhwc_c64to64__avx512", "conv2d_bwd_filter_f32_k3x3_s1_nhwc_dw128__avx512",
+  // "conv2d_fwd_f32_k3x3_s1_nhwc_dw128__avx512":
   // the JIT symbol, the verbose line, the stats and the benchmark name.
   std::string name() const;
 };
@@ -54,5 +56,8 @@ SpecKey make_pool_spec_key(const convjit_pool_problem& problem, int32_t op, int3
 // dw, output by input channels, so both counts' tails are code), and a depthwise problem on its
 // groups (they fill the lanes); the spatial sizes stay runtime.
 SpecKey make_filter_spec_key(const convjit_conv_problem& problem, int32_t rank, Isa isa);
+// NHWC depthwise forward rows (depthwise_rows_abi.h): specialized on the groups too (the pixel pitch
+// of x and y), e.g. "conv2d_fwd_f32_k3x3_s1_nhwc_dw128_relu__avx512".
+SpecKey make_depthwise_spec_key(const convjit_conv_problem& problem, int32_t rank, bool relu, Isa isa);
 
 }  // namespace convjit::jit

@@ -1,9 +1,10 @@
 // The Xbyak backend: AVX2/FMA and AVX-512 forward tiles from one generator per layout, NHWC
-// max and mean pooling rows and NHWC backward-filter rows, emitted in
+// depthwise forward rows, max and mean pooling rows and NHWC backward-filter rows, emitted in
 // microseconds. Code memory is mapped read+write while it is emitted, then read+execute (never
 // both), one mapping per kernel.
 #include "backend.hpp"
 #include "conv_bwd_filter_nhwc.hpp"
+#include "conv_fwd_depthwise_nhwc.hpp"
 #include "conv_fwd_nchw.hpp"
 #include "conv_fwd_nhwc.hpp"
 #include "emit.hpp"
@@ -62,12 +63,15 @@ class XbyakBackend : public Backend {
            op == CONVJIT_OP_CONV_BACKWARD_FILTER;
   }
 
-  // Pooling and backward-filter rows: the widest ISA the host and the cap allow.
+  bool compiles_depthwise_rows() const override { return true; }
+
+  // Pooling, backward-filter and depthwise rows: the widest ISA the host and the cap allow.
   Isa rows_isa_for(Isa cap) const override {
     return cap >= Isa::Avx512 && host_has(Isa::Avx512) ? Isa::Avx512 : Isa::Avx2Fma;
   }
 
   std::string rows_decline_reason(const SpecKey& key) const override {
+    if (key.op == CONVJIT_OP_CONV_FORWARD) return xbyak::plan_depthwise_nhwc(key).unsupported;
     return key.op == CONVJIT_OP_CONV_BACKWARD_FILTER ? xbyak::plan_filter_nhwc(key).unsupported
                                                      : xbyak::plan_pool_nhwc(key).unsupported;
   }
@@ -79,6 +83,7 @@ class XbyakBackend : public Backend {
     }
     if (key.op == CONVJIT_OP_CONV_BACKWARD_FILTER) return xbyak::generate_conv_bwd_filter_nhwc(key, out, error);
     if (key.op != CONVJIT_OP_CONV_FORWARD) return xbyak::generate_pool_nhwc(key, out, error);
+    if (key.depthwise_groups) return xbyak::generate_conv_fwd_depthwise_nhwc(key, out, error);
     return key.layout == CONVJIT_NCHW ? xbyak::generate_conv_fwd_nchw(key, out, error)
                                       : xbyak::generate_conv_fwd_nhwc(key, out, error);
   }
@@ -89,6 +94,7 @@ class XbyakBackend : public Backend {
       return xbyak::mapped_bytes_of_buffer(xbyak::plan_filter_nhwc(key).code_bytes);
     }
     if (key.op != CONVJIT_OP_CONV_FORWARD) return xbyak::mapped_bytes_of_buffer(xbyak::plan_pool_nhwc(key).code_bytes);
+    if (key.depthwise_groups) return xbyak::mapped_bytes_of_buffer(xbyak::plan_depthwise_nhwc(key).code_bytes);
     return xbyak::mapped_bytes_of_buffer(key.layout == CONVJIT_NCHW ? xbyak::plan_nchw(key).code_bytes
                                                                     : xbyak::plan_nhwc(key).code_bytes);
   }

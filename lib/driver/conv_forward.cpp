@@ -300,8 +300,9 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
 
 void run_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads, const float* x,
                       const float* w, const float* bias, bool relu, float* y) {
-  if (!kernels.specialized && kernels.generic->whole_call) {
-    kernels.generic->whole_call(g, threads, x, w, bias, relu, y);
+  if (kernels.generic->whole_call && (!kernels.specialized || kernels.specialized->depthwise_row)) {
+    kernels.generic->whole_call(g, threads, x, w, bias, relu, y,
+                                kernels.specialized ? kernels.specialized->depthwise_row : nullptr);
     return;
   }
   const ForwardPlan plan = plan_conv_forward(g, kernels, threads);

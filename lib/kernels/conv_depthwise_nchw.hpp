@@ -6,6 +6,7 @@
 // rows (zero products). One kernel (conv_depthwise_nchw_impl.hpp) built for AVX2/FMA and AVX-512.
 #pragma once
 
+#include "depthwise_rows_abi.h"
 #include "geometry.hpp"
 
 namespace convjit::detail {
@@ -13,13 +14,13 @@ namespace convjit::detail {
 namespace avx2 {
 bool depthwise_nchw_supported(const ConvGeometry& g);
 void depthwise_nchw(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
-                    float* y);
+                    float* y, convjit_depthwise_row_fn /*compiled_rows: none for NCHW*/);
 }  // namespace avx2
 
 namespace avx512 {
 bool depthwise_nchw_supported(const ConvGeometry& g);
 void depthwise_nchw(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
-                    float* y);
+                    float* y, convjit_depthwise_row_fn /*compiled_rows: none for NCHW*/);
 }  // namespace avx512
 
 }  // namespace convjit::detail

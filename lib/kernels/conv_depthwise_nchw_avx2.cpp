@@ -9,7 +9,7 @@ bool depthwise_nchw_supported(const ConvGeometry& g) {
 }
 
 void depthwise_nchw(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
-                    float* y) {
+                    float* y, convjit_depthwise_row_fn) {
   run_depthwise_nchw<Avx2Floats>(g, threads, x, w, bias, relu, y);
 }
 

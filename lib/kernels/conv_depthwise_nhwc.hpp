@@ -3,11 +3,14 @@
 // per-group tiles of the driver would see one channel each. Each output is the chain of
 // jit/abi/conv_tile_abi.h (taps in weight order from 0.0f, then bias, then relu); taps in the padding
 // are skipped (zero products). One kernel (conv_depthwise_nhwc_impl.hpp) built for AVX2/FMA and for
-// AVX-512: the two give the same bits.
+// AVX-512: the two give the same bits. Given a configuration's compiled rows
+// (jit/abi/depthwise_rows_abi.h: the same chains), it calls them for each output row's outputs whose
+// W taps are all real and computes the rest itself.
 #pragma once
 
 #include <cstdint>
 
+#include "depthwise_rows_abi.h"
 #include "geometry.hpp"
 
 namespace convjit::detail {
@@ -21,13 +24,13 @@ const float* depthwise_nhwc_taps_major(const ConvGeometry& g, const float* w);
 namespace avx2 {
 bool depthwise_nhwc_supported(const ConvGeometry& g);
 void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
-                    float* y);
+                    float* y, convjit_depthwise_row_fn compiled_rows);
 }  // namespace avx2
 
 namespace avx512 {
 bool depthwise_nhwc_supported(const ConvGeometry& g);
 void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
-                    float* y);
+                    float* y, convjit_depthwise_row_fn compiled_rows);
 }  // namespace avx512
 
 }  // namespace convjit::detail

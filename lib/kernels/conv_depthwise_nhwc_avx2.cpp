@@ -9,8 +9,8 @@ bool depthwise_nhwc_supported(const ConvGeometry& g) {
 }
 
 void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
-                    float* y) {
-  run_depthwise_nhwc<Avx2Floats>(g, threads, x, w, bias, relu, y);
+                    float* y, convjit_depthwise_row_fn compiled_rows) {
+  run_depthwise_nhwc<Avx2Floats>(g, threads, x, w, bias, relu, y, compiled_rows);
 }
 
 }  // namespace convjit::detail::avx2

@@ -112,11 +112,29 @@ inline void select_taps(const ConvGeometry& g, const float* wt, int64_t od, int6
   }
 }
 
+// The real tap rows of output row (od, oh) for compiled rows (jit/abi/depthwise_rows_abi.h): per
+// (kd, kh) whose input row exists, in weight order, its input row from the image's row 0 and its
+// first weight in the tap-major weights. Returns their count.
+inline int64_t compiled_tap_rows(const ConvGeometry& g, int64_t od, int64_t oh, convjit_depthwise_tap_row* rows) {
+  int64_t kd0, kd1, kh0, kh1;
+  valid_taps(od, g.stride[0], g.pad_begin[0], g.dilation[0], g.kernel[0], g.in[0], g.flip, &kd0, &kd1);
+  valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], g.kernel[1], g.in[1], g.flip, &kh0, &kh1);
+  int64_t count = 0;
+  for (int64_t kd = kd0; kd < kd1; ++kd) {
+    for (int64_t kh = kh0; kh < kh1; ++kh) {
+      rows[count++] = {input_coordinate(g, 0, od, kd) * g.x.spatial[0] + input_coordinate(g, 1, oh, kh) * g.x.spatial[1],
+                       (kd * g.kernel[1] + kh) * g.kernel[2] * g.groups};
+    }
+  }
+  return count;
+}
+
 template <typename F>
 void run_depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias,
-                        bool relu, float* y) {
-  // Output columns whose W taps are all real: a run, the same for every row. They go in blocks of
-  // kPixels; the columns around it one at a time, each with its own taps.
+                        bool relu, float* y, convjit_depthwise_row_fn compiled_rows) {
+  // Output columns whose W taps are all real: a run, the same for every row. They go to the
+  // compiled rows where given, else in blocks of kPixels; the columns around it one at a time, each
+  // with its own taps.
   int64_t interior_begin = g.out[2], interior_end = g.out[2];
   for (int64_t ow = 0; ow < g.out[2]; ++ow) {
     int64_t kw0, kw1;
@@ -140,7 +158,17 @@ void run_depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, cons
       all_channels<F, 1, kEdgeVectors>(g, taps, image, ow, bias, relu, y_row);
     };
     for (int64_t ow = 0; ow < interior_begin; ++ow) edge_pixel(ow);
-    if (interior_begin < interior_end) {
+    if (interior_begin < interior_end && compiled_rows) {
+      convjit_depthwise_tap_row tap_rows[kDepthwiseNhwcMaxTaps];
+      const convjit_depthwise_row row{image + (interior_begin * g.stride[2] - g.pad_begin[2]) * g.x.spatial[2],
+                                      wt,
+                                      bias,
+                                      y_row + interior_begin * g.y.spatial[2],
+                                      tap_rows,
+                                      compiled_tap_rows(g, od, oh, tap_rows),
+                                      interior_end - interior_begin};
+      compiled_rows(&row);
+    } else if (interior_begin < interior_end) {
       select_taps(g, wt, od, oh, 0, g.kernel[2], &taps);
       // Blocks of kPixels; the last, short one moved back to end at interior_end (recomputing
       // a few outputs, bitwise the same).

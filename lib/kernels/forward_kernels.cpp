@@ -25,6 +25,8 @@ bool takes_few_channels_direct_wide(const ConvGeometry& g) {
 #endif
 
 constexpr const char* kDepthwiseNchwWins = "depthwise up to 3x3: the generic kernel keeps the taps in registers";
+// For the tile kernels of every backend; a backend that compiles depthwise rows runs them through
+// this kernel instead (lib/runtime/select_tier.hpp: runs_depthwise_rows).
 constexpr const char* kDepthwiseNhwcWins = "depthwise NHWC: the generic kernel has the groups in the vector lanes";
 
 // Row makers: the register tile's granules are every tile row's, the whole-call kernels' too

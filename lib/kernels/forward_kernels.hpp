@@ -22,9 +22,11 @@ inline constexpr int64_t kDirectMaxOutputChannels = 8;
 
 
 // A kernel that runs a whole forward call, splitting the work over threads itself (the depthwise
-// kernels, whose channels or taps fill the vector lanes across the driver's tiles).
+// kernels, whose channels or taps fill the vector lanes across the driver's tiles). compiled_rows:
+// the configuration's compiled NHWC depthwise rows (jit/abi/depthwise_rows_abi.h), or null; the
+// kernels that call none ignore it.
 using ConvForwardOpFn = void (*)(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias,
-                                 bool relu, float* y);
+                                 bool relu, float* y, convjit_depthwise_row_fn compiled_rows);
 
 struct GenericForwardKernel {
   const char* name;  // op, layout or kind, then "__" and the ISA

@@ -14,6 +14,7 @@
 #include "ops_internal.hpp"
 #include "runtime_impl.hpp"
 #include "select_tier.hpp"
+#include "select_tier.hpp"
 #include "stats_json.hpp"
 #include "warm_start.hpp"
 
@@ -36,6 +37,9 @@ Runtime::Impl::Impl(const Policy& p, std::unique_ptr<jit::Backend> backend, std:
 }
 
 jit::SpecKey Runtime::Impl::spec_key(const detail::ConvGeometry& g, int32_t rank, bool relu) const {
+  if (detail::runs_depthwise_rows(g) && backend_->compiles_depthwise_rows()) {
+    return jit::make_depthwise_spec_key(g, rank, relu, backend_->rows_isa_for(isa_cap_));
+  }
   return jit::make_spec_key(g, rank, relu, backend_->isa_for(g, isa_cap_), policy.specialize_sizes);
 }
 

@@ -1,6 +1,7 @@
 #include "select_tier.hpp"
 
 #include "backward_as_forward.hpp"
+#include "conv_depthwise_nhwc.hpp"
 #include "describe.hpp"
 #include "nhwc_as_nchw.hpp"
 #include "ops_internal.hpp"
@@ -17,8 +18,16 @@ bool nchw_pool_forward_stays_on_tier0_rows(const PoolGeometry& g, int32_t code, 
 }  // namespace
 
 ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled, jit::Isa max_isa) {
+  if (compiled && compiled->depthwise_row) {  // keyed only where tier 0's NHWC depthwise kernel runs g
+    const GenericForwardKernel& depthwise = generic_forward_kernel(g, RowKind::Any, max_isa);
+    return {&depthwise, depthwise.whole_call ? compiled : nullptr};
+  }
   if (compiled) return {&generic_forward_kernel(g, RowKind::Tile, max_isa), compiled};
   return {&generic_forward_kernel(g, RowKind::Any, max_isa), nullptr};
+}
+
+bool runs_depthwise_rows(const ConvGeometry& g) {
+  return depthwise_nhwc_fits(g);
 }
 
 bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
@@ -88,6 +97,7 @@ std::string filter_rows_problem(const ConvGeometry& g, const convjit_conv_params
 }
 
 std::string jit_declined_because(const ConvGeometry& g, const jit::Backend& backend, const jit::SpecKey& key) {
+  if (key.depthwise_groups) return backend.rows_decline_reason(key);
   if (const char* why = generic_forward_kernel(g).jit_loses_because) return why;
   return backend.decline_reason(g, key);
 }

@@ -15,10 +15,16 @@
 namespace convjit::detail {
 
 // What runs g: tier 0's kernel for it, or `compiled` (null while none has arrived) with tier 0's
-// tile for what the compiled row kernel cannot view.
+// tile for what the compiled row kernel cannot view, or, for compiled NHWC depthwise rows, with tier
+// 0's NHWC depthwise kernel, which calls them for the outputs whose W taps are all real.
 // Tier 0's rows are of ISAs up to max_isa (the runtime's cap).
 ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* compiled,
                            jit::Isa max_isa = jit::Isa::Avx512);
+
+// Whether a compiled kernel of g is NHWC depthwise rows (the runtime keys it with
+// jit::make_depthwise_spec_key where its backend compiles them): where tier 0 runs g on its NHWC
+// depthwise kernel, which has the groups in the vector lanes and calls the rows.
+bool runs_depthwise_rows(const ConvGeometry& g);
 
 // The forward problem whose compiled kernel runs configuration c, after the rewrite rules: a
 // forward convolution or a backward data that runs as one (stride 1, strided pointwise, or the

@@ -36,22 +36,21 @@ std::vector<Entry> mixed_configurations() {
   constexpr Activation Id = Activation::Identity, Relu = Activation::Relu;
   const Extent s1{1, 1, 1}, s2{2, 2, 1}, p0{0, 0, 0}, p1{1, 1, 0}, p2{2, 2, 0}, d1{1, 1, 1};
   const Extent k1{1, 1, 1}, k3{3, 3, 1}, k5{5, 5, 1}, k7{7, 7, 1};
-  // Rows are long enough for the row kernels to run (and not be declined), except in the two
-  // entries marked "declined": the backend expects the generic tier to win there, so they stay
-  // generic under the default policy (exercising that path concurrently too).
+  // Rows are long enough for the row kernels to run (and not be declined), except in the entry
+  // marked "declined": the backend expects the generic tier to win there, so it stays generic
+  // under the default policy (exercising that path concurrently too).
   return {
       // A: NCHW 3x3 stride 1, 4+ output channels per group.
       {'A', conv(2, C, 1, 3, 4, 1, {12, 24, 1}, k3, s1, p1), false, Id},
       {'A', conv(2, C, 2, 5, 8, 1, {9, 30, 1}, k3, s1, p0), true, Id},
       {'A', conv(2, C, 1, 4, 9, 1, {14, 20, 1}, k3, s1, p1), false, Id},
       {'A', conv(2, C, 1, 3, 4, 1, {10, 9, 1}, k3, s1, p0), false, Id},  // declined: rows of 7
-      // B: NHWC 3x3 stride 1 (channels never in the key): dense, depthwise x9, with and without bias.
+      // B: NHWC 3x3 stride 1 (channels never in the key): dense, with and without bias.
       // (NHWC with 8 or fewer output channels per group runs as NCHW: lib/rewrite/nhwc_as_nchw.hpp.)
       {'B', conv(2, L, 1, 3, 16, 1, {12, 24, 1}, k3, s1, p1), false, Id},
       {'B', conv(2, L, 1, 3, 16, 1, {12, 24, 1}, k3, s1, p1), true, Id},
       {'B', conv(2, L, 2, 8, 12, 1, {10, 20, 1}, k3, s1, p0), false, Id},
       {'B', conv(2, L, 1, 2, 18, 2, {11, 20, 1}, k3, s1, p1), true, Id},
-      {'B', conv(2, L, 1, 8, 8, 8, {11, 20, 1}, k3, s1, p1), true, Id},  // declined: 1 channel per group
       // C: NCHW 1x1.
       {'C', conv(2, C, 1, 16, 16, 1, {8, 24, 1}, k1), false, Id},
       {'C', conv(2, C, 2, 6, 12, 1, {7, 20, 1}, k1), true, Id},
@@ -76,6 +75,8 @@ std::vector<Entry> mixed_configurations() {
       {'K', conv(2, C, 1, 2, 5, 1, {17, 50, 1}, k3, {3, 3, 1}, p0), true, Id},
       // L: NHWC 7x7 stride 2, a stem.
       {'L', conv(2, L, 1, 3, 16, 1, {20, 40, 1}, k7, s2, {3, 3, 0}), false, Id},
+      // M: NHWC depthwise 3x3 over 8 channels: the depthwise rows, whose key has the groups.
+      {'M', conv(2, L, 1, 8, 8, 8, {11, 20, 1}, k3, s1, p1), true, Id},
   };
 }
 

@@ -276,7 +276,8 @@ TEST(FaultInjection, DeclinedConfigurationsStayGenericWithTheReason) {
 
 // CONVJIT_VERBOSE's line for a failed compile names the configuration and the backend's message.
 // Depthwise problems that tier 0 runs on a kernel of its own stay generic whatever the backend
-// would do: a backend that never declines is not asked to compile them.
+// would do: a backend that never declines, and compiles no depthwise rows, is not asked to compile
+// them (its tiles would split the groups' lanes).
 TEST(FaultInjection, RuntimeDeclinesDepthwiseBeforeAnyBackend) {
   Policy policy = eager_policy();
   policy.decline_slower = true;

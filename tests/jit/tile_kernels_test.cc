@@ -318,7 +318,7 @@ TEST_P(WholeCallKernels, MatchTheOracleAndEveryOtherIsasRowBitwise) {
     ++tested;
     auto run = [&](const detail::GenericForwardKernel& k, int threads) {
       std::vector<float> y = nan_buffer(p.outputs());
-      k.whole_call(g, threads, p.x.data(), p.w.data(), p.bias_ptr(), p.activation == Activation::Relu, y.data());
+      k.whole_call(g, threads, p.x.data(), p.w.data(), p.bias_ptr(), p.activation == Activation::Relu, y.data(), nullptr);
       return y;
     };
     const std::vector<float> y = run(kernel, 1);

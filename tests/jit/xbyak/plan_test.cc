@@ -8,6 +8,7 @@
 #include <map>
 
 #include "conv_bwd_filter_nhwc.hpp"
+#include "conv_fwd_depthwise_nhwc.hpp"
 #include "conv_fwd_nchw.hpp"
 #include "conv_fwd_nhwc.hpp"
 #include "emit.hpp"
@@ -313,6 +314,72 @@ TEST(XbyakPlans, DepthwiseFilterPlansHoldEveryTapAlongW) {
     ASSERT_TRUE(detail::make_conv_geometry(p, &g).ok());
     EXPECT_EQ(jit::xbyak::plan_filter_nhwc(jit::make_filter_spec_key(g, 1, isa)).unsupported,
               "depthwise W taps too far apart for 32-bit displacements");
+  }
+}
+
+// NHWC depthwise forward rows: the accumulators, every W tap's weights, an input column and AVX2's
+// tail mask within the ISA's vectors; blocks of the widest size and the powers of two below it
+// (so any rest under the widest goes in blocks of those, each at most once); each block's columns
+// read every (pixel, W tap) once, and each pixel's taps in weight order.
+TEST(XbyakPlans, DepthwiseForwardPlansFitTheRegistersAndKeepEachOutputsTapOrder) {
+  for (jit::Isa isa : kIsas) {
+    int planned = 0;
+    for (int64_t groups : {1, 7, 8, 16, 17, 72, 129}) {
+      for (int64_t kw : {1, 2, 3, 5, 7, 11, 13, 20, 29, 31}) {
+        for (int64_t stride : {1, 2, 3}) {
+          for (int64_t dilation : {1, 2}) {
+            for (Mode mode : {Mode::CrossCorrelation, Mode::Convolution}) {
+              convjit_conv_params p = conv(2, Layout::NHWC, 1, groups, groups, groups, {5, 80, 1}, {3, kw, 1},
+                                           {1, stride, 1}, {0, 0, 0}, {1, dilation, 1}, mode)
+                                          .to_c();
+              detail::ConvGeometry g;
+              ASSERT_TRUE(detail::make_conv_geometry(p, &g).ok());
+              const jit::SpecKey key = jit::make_depthwise_spec_key(g, 2, true, isa);
+              const jit::xbyak::DepthwisePlan plan = jit::xbyak::plan_depthwise_nhwc(key);
+              SCOPED_TRACE(key.name());
+              EXPECT_NE(key.name().find("_dw" + std::to_string(groups) + "_relu__"), std::string::npos);
+              const int mask = !plan.isa.opmask && groups % plan.isa.lanes ? 1 : 0;
+              if (plan.isa.vector_registers - kw - 1 - mask < 1) {
+                EXPECT_NE(plan.unsupported.find("registers"), std::string::npos) << plan.unsupported;
+                continue;
+              }
+              ASSERT_EQ(plan.unsupported, "");
+              ++planned;
+              const int widest = plan.block_pixels.front();
+              EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
+              EXPECT_EQ(plan.vector_registers_used, widest + kw + 1 + mask);
+              EXPECT_EQ(plan.full_vectors * plan.isa.lanes + plan.tail_lanes, groups);
+              // The emitter's order: the widest while it fits, then each smaller one where it fits.
+              for (int rest = 0; rest < widest; ++rest) {
+                int left = rest;
+                for (size_t b = 1; b < plan.block_pixels.size(); ++b) {
+                  EXPECT_LT(plan.block_pixels[b], plan.block_pixels[b - 1]);
+                  if (left >= plan.block_pixels[b]) left -= plan.block_pixels[b];
+                }
+                EXPECT_EQ(left, 0) << "a rest of " << rest << " pixels";
+              }
+              ASSERT_EQ(plan.columns.size(), plan.block_pixels.size());
+              for (size_t b = 0; b < plan.block_pixels.size(); ++b) {
+                std::map<int, int64_t> next_tap;  // per pixel, the W tap it must read next
+                int64_t previous = -1;
+                for (const jit::xbyak::DepthwiseColumn& column : plan.columns[b]) {
+                  if (previous >= 0) EXPECT_EQ(column.column < previous, mode == Mode::Convolution);
+                  previous = column.column;
+                  for (const auto& [pixel, tap] : column.reads) {
+                    EXPECT_EQ(tap, next_tap[pixel]++) << "pixel " << pixel;
+                    const int64_t spatial_tap = mode == Mode::Convolution ? kw - 1 - tap : tap;
+                    EXPECT_EQ(column.column, pixel * stride + spatial_tap * dilation);
+                  }
+                }
+                ASSERT_EQ(next_tap.size(), size_t(plan.block_pixels[b]));
+                for (const auto& [pixel, taps] : next_tap) EXPECT_EQ(taps, kw) << "pixel " << pixel;
+              }
+            }
+          }
+        }
+      }
+    }
+    EXPECT_GE(planned, 500) << jit::isa_name(isa);
   }
 }
 
