@@ -363,7 +363,9 @@ TEST(XbyakPlans, DepthwiseForwardPlansFitTheRegistersAndKeepEachOutputsTapOrder)
                 std::map<int, int64_t> next_tap;  // per pixel, the W tap it must read next
                 int64_t previous = -1;
                 for (const jit::xbyak::DepthwiseColumn& column : plan.columns[b]) {
-                  if (previous >= 0) EXPECT_EQ(column.column < previous, mode == Mode::Convolution);
+                  if (previous >= 0) {
+                    EXPECT_EQ(column.column < previous, mode == Mode::Convolution);
+                  }
                   previous = column.column;
                   for (const auto& [pixel, tap] : column.reads) {
                     EXPECT_EQ(tap, next_tap[pixel]++) << "pixel " << pixel;
