@@ -14,7 +14,6 @@
 #include "ops_internal.hpp"
 #include "runtime_impl.hpp"
 #include "select_tier.hpp"
-#include "select_tier.hpp"
 #include "stats_json.hpp"
 #include "warm_start.hpp"
 
