@@ -7,6 +7,7 @@
 
 #include "conv_depthwise_backward_data.hpp"
 #include "conv_depthwise_nhwc.hpp"
+#include "depthwise_backward_data_phases.hpp"
 #include "gemm_tile.hpp"
 #include "geometry.hpp"
 #include "ops_internal.hpp"
@@ -50,14 +51,17 @@ bool backward_data_runs_channels_in_lanes(const ConvGeometry& g) {
 bool run_depthwise_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, int64_t ow_tile,
                                  float* dx) {
 #if defined(__x86_64__)
+  // The phases where they run (depthwise_backward_data_phases.hpp), else the scatter kernel.
+  auto run = [&](auto scatter, DepthwiseForwardFn forward) {
+    if (!run_depthwise_backward_data_phases(g, threads, dy, w, dx, forward)) {
+      scatter(g, threads, dy, depthwise_nhwc_taps_major(g, w), ow_tile, dx);
+    }
+    return true;
+  };
   if (avx512::depthwise_backward_data_supported(g)) {
-    avx512::depthwise_backward_data(g, threads, dy, depthwise_nhwc_taps_major(g, w), ow_tile, dx);
-    return true;
+    return run(avx512::depthwise_backward_data, avx512::depthwise_nhwc);
   }
-  if (avx2::depthwise_backward_data_supported(g)) {
-    avx2::depthwise_backward_data(g, threads, dy, depthwise_nhwc_taps_major(g, w), ow_tile, dx);
-    return true;
-  }
+  if (avx2::depthwise_backward_data_supported(g)) return run(avx2::depthwise_backward_data, avx2::depthwise_nhwc);
 #endif
   (void)g, (void)threads, (void)dy, (void)w, (void)ow_tile, (void)dx;
   return false;

@@ -1,5 +1,7 @@
 // Tier 0's backward data for NHWC depthwise convolution (one input and one output channel per
-// group) when it does not run as a forward convolution (stride > 1): the groups are a pixel's
+// group) when it runs neither as a forward convolution nor as the forwards of its phases
+// (driver/depthwise_backward_data_phases.hpp: dilated strided dims, kernels shorter than their
+// stride, too many taps): the groups are a pixel's
 // contiguous channels, so they fill the vector lanes. It adds the same contributions to dx in the
 // same order as the register-tile path (conv_backward_data.cpp): output row by output row (a row
 // in tiles of ow_tile pixels), tap by tap in weight order, pixel by pixel, each contribution w * dy
