@@ -59,9 +59,9 @@ bool run_depthwise_backward_data(const ConvGeometry& g, int threads, const float
     return true;
   };
   if (avx512::depthwise_backward_data_supported(g)) {
-    return run(avx512::depthwise_backward_data, avx512::depthwise_nhwc);
+    return run(avx512::depthwise_backward_data, avx512::depthwise_nhwc_tap_major);
   }
-  if (avx2::depthwise_backward_data_supported(g)) return run(avx2::depthwise_backward_data, avx2::depthwise_nhwc);
+  if (avx2::depthwise_backward_data_supported(g)) return run(avx2::depthwise_backward_data, avx2::depthwise_nhwc_tap_major);
 #endif
   (void)g, (void)threads, (void)dy, (void)w, (void)ow_tile, (void)dx;
   return false;

@@ -79,23 +79,22 @@ bool run_depthwise_backward_data_phases(const ConvGeometry& g, int threads, cons
       }
     }
   }
+  // g's weights tap-major once; a phase's are some of their rows.
+  const float* w_taps = depthwise_nhwc_taps_major(g, w);
   float* w_phase = thread_operands(size_t(g.groups * g.taps));
   for (r[0] = 0; r[0] < residues[0]; ++r[0]) {
     for (r[1] = 0; r[1] < residues[1]; ++r[1]) {
       for (r[2] = 0; r[2] < residues[2]; ++r[2]) {
         depthwise_data_phase(g, r, &phase);
         const ConvGeometry& pg = phase.forward;
-        // Depthwise weights are [channel][tap], g's and the phase's alike.
-        for (int64_t c = 0; c < g.groups; ++c) {
-          float* to = w_phase + c * pg.taps;
-          for (int64_t td = 0; td < pg.kernel[0]; ++td) {
-            const int64_t kd = phase.first_tap[0] + td * phase.tap_step[0];
-            for (int64_t th = 0; th < pg.kernel[1]; ++th) {
-              const int64_t kh = phase.first_tap[1] + th * phase.tap_step[1];
-              for (int64_t tw = 0; tw < pg.kernel[2]; ++tw) {
-                const int64_t kw = phase.first_tap[2] + tw * phase.tap_step[2];
-                *to++ = w[c * g.taps + (kd * g.kernel[1] + kh) * g.kernel[2] + kw];
-              }
+        float* to = w_phase;
+        for (int64_t td = 0; td < pg.kernel[0]; ++td) {
+          const int64_t kd = phase.first_tap[0] + td * phase.tap_step[0];
+          for (int64_t th = 0; th < pg.kernel[1]; ++th) {
+            const int64_t kh = phase.first_tap[1] + th * phase.tap_step[1];
+            for (int64_t tw = 0; tw < pg.kernel[2]; ++tw, to += g.groups) {
+              const int64_t kw = phase.first_tap[2] + tw * phase.tap_step[2];
+              std::copy_n(w_taps + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * g.groups, g.groups, to);
             }
           }
         }

@@ -39,7 +39,8 @@ void depthwise_data_phase_residues(const ConvGeometry& g, int64_t residues[3]);
 bool depthwise_data_phase(const ConvGeometry& g, const int64_t r[3], DepthwiseDataPhase* phase);
 
 // Runs backward data of g (NHWC depthwise) so with tier 0's depthwise forward `forward` (the
-// ISA's), or returns false, having written nothing, where some phase cannot run so.
+// ISA's, taking tap-major weights), or returns false, having written nothing, where some phase
+// cannot run so.
 using DepthwiseForwardFn = void (*)(const ConvGeometry&, int, const float*, const float*, const float*, bool, float*,
                                     convjit_depthwise_row_fn);
 bool run_depthwise_backward_data_phases(const ConvGeometry& g, int threads, const float* dy, const float* w, float* dx,

@@ -25,12 +25,17 @@ namespace avx2 {
 bool depthwise_nhwc_supported(const ConvGeometry& g);
 void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
                     float* y, convjit_depthwise_row_fn compiled_rows);
+// The same with the weights already tap-major (depthwise_nhwc_taps_major's layout).
+void depthwise_nhwc_tap_major(const ConvGeometry& g, int threads, const float* x, const float* w_taps, const float* bias,
+                              bool relu, float* y, convjit_depthwise_row_fn compiled_rows);
 }  // namespace avx2
 
 namespace avx512 {
 bool depthwise_nhwc_supported(const ConvGeometry& g);
 void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
                     float* y, convjit_depthwise_row_fn compiled_rows);
+void depthwise_nhwc_tap_major(const ConvGeometry& g, int threads, const float* x, const float* w_taps, const float* bias,
+                              bool relu, float* y, convjit_depthwise_row_fn compiled_rows);
 }  // namespace avx512
 
 }  // namespace convjit::detail

@@ -130,7 +130,7 @@ inline int64_t compiled_tap_rows(const ConvGeometry& g, int64_t od, int64_t oh, 
 }
 
 template <typename F>
-void run_depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias,
+void run_depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* wt, const float* bias,
                         bool relu, float* y, convjit_depthwise_row_fn compiled_rows) {
   // Output columns whose W taps are all real: a run, the same for every row. They go to the
   // compiled rows where given, else in blocks of kPixels; the columns around it one at a time, each
@@ -144,7 +144,6 @@ void run_depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, cons
       interior_end = ow + 1;
     }
   }
-  const float* wt = depthwise_nhwc_taps_major(g, w);
   const int64_t rows = g.batch * g.out[0] * g.out[1];
   parallel_for(threads, rows, g.flops(), [&](int64_t task) {
     const int64_t oh = task % g.out[1], od = task / g.out[1] % g.out[0], n = task / g.out[1] / g.out[0];

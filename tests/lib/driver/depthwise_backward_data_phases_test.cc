@@ -29,8 +29,8 @@ struct ForwardIsa {
 };
 
 const ForwardIsa kIsas[] = {
-    {"avx2", jit::Isa::Avx2Fma, detail::avx2::depthwise_nhwc},
-    {"avx512", jit::Isa::Avx512, detail::avx512::depthwise_nhwc},
+    {"avx2", jit::Isa::Avx2Fma, detail::avx2::depthwise_nhwc_tap_major},
+    {"avx512", jit::Isa::Avx512, detail::avx512::depthwise_nhwc_tap_major},
 };
 
 // The contract's chains, in float: per dx element, std::fma over the dy elements that reach it,
