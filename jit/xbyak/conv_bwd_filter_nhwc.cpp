@@ -625,12 +625,8 @@ FilterPlan plan_filter_nhwc(const SpecKey& key) {
 
 bool generate_conv_bwd_filter_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error) {
   const FilterPlan plan = plan_filter_nhwc(key);
-  if (!plan.unsupported.empty()) {
-    *error = plan.unsupported;
-    return false;
-  }
   return emit_compiled(
-      key, plan.code_bytes, [&] { return std::make_shared<Generator>(plan); },
+      key, plan, [&] { return std::make_shared<Generator>(plan); },
       [&](Xbyak::CodeGenerator& generator) {
         out->filter.compute = generator.getCode<convjit_filter_rows_fn>();
         out->filter.oc_block = plan.oc_block;

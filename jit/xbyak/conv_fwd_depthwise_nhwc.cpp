@@ -250,12 +250,8 @@ DepthwisePlan plan_depthwise_nhwc(const SpecKey& key) {
 
 bool generate_conv_fwd_depthwise_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error) {
   const DepthwisePlan plan = plan_depthwise_nhwc(key);
-  if (!plan.unsupported.empty()) {
-    *error = plan.unsupported;
-    return false;
-  }
   return emit_compiled(
-      key, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); },
+      key, plan, [&] { return std::make_shared<Generator>(key, plan); },
       [&](CodeGenerator& generator) {
         out->kernel = {};
         out->kernel.depthwise_row = generator.getCode<convjit_depthwise_row_fn>();

@@ -407,16 +407,12 @@ NchwPlan plan_nchw(const SpecKey& key) {
 
 bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string* error) {
   const NchwPlan plan = plan_nchw(key);
-  if (!plan.unsupported.empty()) {
-    *error = plan.unsupported;
-    return false;
-  }
   convjit_conv_kernel kernel{};
   kernel.row_kernel = 1;
   kernel.min_row_pixels = plan.min_row_pixels;
   kernel.row_lanes = plan.isa.lanes;
   return emit_kernel(
-      key, kernel, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
+      key, plan, kernel, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak

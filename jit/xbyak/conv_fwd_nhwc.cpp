@@ -478,10 +478,6 @@ NhwcPlan plan_nhwc(const SpecKey& key) {
 
 bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error) {
   const NhwcPlan plan = plan_nhwc(key);
-  if (!plan.unsupported.empty()) {
-    *error = plan.unsupported;
-    return false;
-  }
   convjit_conv_kernel kernel{};
   kernel.packs_weights = 1;
   kernel.oc_block = plan.oc_block();
@@ -489,7 +485,7 @@ bool generate_conv_fwd_nhwc(const SpecKey& key, CompiledKernel* out, std::string
   kernel.min_row_pixels = plan.min_row_pixels;
   kernel.row_lanes = 1;  // pixels are not in the lanes (and packing kernels are never flattened)
   return emit_kernel(
-      key, kernel, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
+      key, plan, kernel, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
 }
 
 }  // namespace convjit::jit::xbyak

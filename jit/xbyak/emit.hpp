@@ -92,11 +92,16 @@ inline size_t mapped_bytes_of_buffer(size_t buffer_bytes) {
   return (buffer_bytes + page - 1) / page * page;
 }
 
-// make() builds the generator (emitting the code) in a buffer of buffer_bytes; install(generator)
-// sets out's entry point (the code is read+execute by then).
-template <typename Make, typename Install>
-bool emit_compiled(const SpecKey& key, size_t buffer_bytes, Make&& make, Install&& install, CompiledKernel* out,
+// A plan's kernel: none where plan.unsupported says why; else make() builds the generator
+// (emitting the code) in a buffer of plan.code_bytes, and install(generator) sets out's entry
+// point (the code is read+execute by then).
+template <typename Plan, typename Make, typename Install>
+bool emit_compiled(const SpecKey& key, const Plan& plan, Make&& make, Install&& install, CompiledKernel* out,
                    std::string* error) {
+  if (!plan.unsupported.empty()) {
+    *error = plan.unsupported;
+    return false;
+  }
   try {
     std::shared_ptr<Xbyak::CodeGenerator> generator = make();
     generator->setProtectModeRE();  // written while read+write, executable only from here on
@@ -104,7 +109,7 @@ bool emit_compiled(const SpecKey& key, size_t buffer_bytes, Make&& make, Install
     out->key = key;
     out->name = key.name();
     out->code_bytes = generator->getSize();
-    out->mapped_bytes = mapped_bytes_of_buffer(buffer_bytes);
+    out->mapped_bytes = mapped_bytes_of_buffer(plan.code_bytes);
     out->code = generator;
     return true;
   } catch (const Xbyak::Error& e) {
@@ -116,11 +121,11 @@ bool emit_compiled(const SpecKey& key, size_t buffer_bytes, Make&& make, Install
 }
 
 // A forward convolution tile: kernel holds everything but `compute`.
-template <typename Make>
-bool emit_kernel(const SpecKey& key, convjit_conv_kernel kernel, size_t buffer_bytes, Make&& make, CompiledKernel* out,
+template <typename Plan, typename Make>
+bool emit_kernel(const SpecKey& key, const Plan& plan, convjit_conv_kernel kernel, Make&& make, CompiledKernel* out,
                  std::string* error) {
   return emit_compiled(
-      key, buffer_bytes, make,
+      key, plan, make,
       [&](Xbyak::CodeGenerator& generator) {
         kernel.compute = generator.getCode<convjit_conv_tile_fn>();
         out->kernel = kernel;

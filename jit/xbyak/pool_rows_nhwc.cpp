@@ -347,12 +347,8 @@ PoolPlan plan_pool_nhwc(const SpecKey& key) {
 
 bool generate_pool_nhwc(const SpecKey& key, CompiledKernel* out, std::string* error) {
   const PoolPlan plan = plan_pool_nhwc(key);
-  if (!plan.unsupported.empty()) {
-    *error = plan.unsupported;
-    return false;
-  }
   return emit_compiled(
-      key, plan.code_bytes, [&] { return std::make_shared<Generator>(key, plan); },
+      key, plan, [&] { return std::make_shared<Generator>(key, plan); },
       [&](Xbyak::CodeGenerator& generator) { out->pool_row = generator.getCode<convjit_pool_row_fn>(); }, out, error);
 }
 

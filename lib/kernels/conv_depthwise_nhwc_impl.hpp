@@ -91,41 +91,44 @@ void all_channels(const ConvGeometry& g, const RowTaps& taps, const float* image
     pixel_block<F, Pixels, 1, true>(g, taps, image, ow, c, F::first_lanes(channels - c), bias, relu, y_row);
 }
 
+// The real tap rows of output row (od, oh), in weight order: visit(row_offset, first_tap) per
+// (kd, kh) whose input row exists, with its input row from the image's row 0 and its first tap's
+// index (kw = 0).
+template <typename Visit>
+inline void for_each_real_tap_row(const ConvGeometry& g, int64_t od, int64_t oh, Visit&& visit) {
+  int64_t kd0, kd1, kh0, kh1;
+  valid_taps(od, g.stride[0], g.pad_begin[0], g.dilation[0], g.kernel[0], g.in[0], g.flip, &kd0, &kd1);
+  valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], g.kernel[1], g.in[1], g.flip, &kh0, &kh1);
+  for (int64_t kd = kd0; kd < kd1; ++kd) {
+    for (int64_t kh = kh0; kh < kh1; ++kh) {
+      visit(input_coordinate(g, 0, od, kd) * g.x.spatial[0] + input_coordinate(g, 1, oh, kh) * g.x.spatial[1],
+            (kd * g.kernel[1] + kh) * g.kernel[2]);
+    }
+  }
+}
+
 // The taps of output row (od, oh) whose kd, kh input exists and whose kw is in [kw_begin,
 // kw_end), in weight order; wt holds the weights tap-major ([tap][channel]).
 inline void select_taps(const ConvGeometry& g, const float* wt, int64_t od, int64_t oh, int64_t kw_begin,
                         int64_t kw_end, RowTaps* taps) {
-  int64_t kd0, kd1, kh0, kh1;
-  valid_taps(od, g.stride[0], g.pad_begin[0], g.dilation[0], g.kernel[0], g.in[0], g.flip, &kd0, &kd1);
-  valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], g.kernel[1], g.in[1], g.flip, &kh0, &kh1);
   taps->count = 0;
-  for (int64_t kd = kd0; kd < kd1; ++kd) {
-    for (int64_t kh = kh0; kh < kh1; ++kh) {
-      for (int64_t kw = kw_begin; kw < kw_end; ++kw) {
-        const int64_t t = taps->count++;
-        taps->row_offset[t] =
-            input_coordinate(g, 0, od, kd) * g.x.spatial[0] + input_coordinate(g, 1, oh, kh) * g.x.spatial[1];
-        taps->column[t] = input_coordinate(g, 2, 0, kw);
-        taps->weights[t] = wt + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * g.groups;
-      }
+  for_each_real_tap_row(g, od, oh, [&](int64_t row_offset, int64_t first_tap) {
+    for (int64_t kw = kw_begin; kw < kw_end; ++kw) {
+      const int64_t t = taps->count++;
+      taps->row_offset[t] = row_offset;
+      taps->column[t] = input_coordinate(g, 2, 0, kw);
+      taps->weights[t] = wt + (first_tap + kw) * g.groups;
     }
-  }
+  });
 }
 
 // The real tap rows of output row (od, oh) for compiled rows (jit/abi/depthwise_rows_abi.h): per
 // (kd, kh) whose input row exists, in weight order, its input row from the image's row 0 and its
 // first weight in the tap-major weights. Returns their count.
 inline int64_t compiled_tap_rows(const ConvGeometry& g, int64_t od, int64_t oh, convjit_depthwise_tap_row* rows) {
-  int64_t kd0, kd1, kh0, kh1;
-  valid_taps(od, g.stride[0], g.pad_begin[0], g.dilation[0], g.kernel[0], g.in[0], g.flip, &kd0, &kd1);
-  valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], g.kernel[1], g.in[1], g.flip, &kh0, &kh1);
   int64_t count = 0;
-  for (int64_t kd = kd0; kd < kd1; ++kd) {
-    for (int64_t kh = kh0; kh < kh1; ++kh) {
-      rows[count++] = {input_coordinate(g, 0, od, kd) * g.x.spatial[0] + input_coordinate(g, 1, oh, kh) * g.x.spatial[1],
-                       (kd * g.kernel[1] + kh) * g.kernel[2] * g.groups};
-    }
-  }
+  for_each_real_tap_row(g, od, oh,
+                        [&](int64_t row_offset, int64_t first_tap) { rows[count++] = {row_offset, first_tap * g.groups}; });
   return count;
 }
 
