@@ -31,17 +31,50 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
       rows[r][kh] = x_plane + input_coordinate(g, 1, oh + r, kh) * g.x.spatial[1];
   }
   using Vec = typename F::Vec;
+  // Stride and dilation 1 along H with every kernel row real: input row j of the group (oh - pad
+  // + j) is tap row j - r of output row r, so each input vector is loaded once for all of them.
+  // Each output still meets its taps in weight order: rows by ascending kh (descending j when
+  // flipped), each row's kw in order.
+  constexpr int kSharedRows = Rows + KH - 1;
+  const bool shared = Rows > 1 && g.stride[1] == 1 && g.dilation[1] == 1 && kh_begin == 0 && kh_end == KH;
+  const float* input_rows[kSharedRows] = {};
+  if (shared) {
+    for (int j = 0; j < kSharedRows; ++j) input_rows[j] = x_plane + (oh - g.pad_begin[1] + j) * g.x.spatial[1];
+  }
+  auto shared_rows_at = [&](int64_t first_w, auto&& load, auto flipped, Vec (&acc)[Rows]) {
+#pragma GCC unroll 8
+    for (int step = 0; step < kSharedRows; ++step) {
+      const int j = decltype(flipped)::value ? kSharedRows - 1 - step : step;
+#pragma GCC unroll 3
+      for (int kw = 0; kw < KW; ++kw) {
+        const Vec in = load(input_rows[j] + first_w + kw * step_w, kw);
+#pragma GCC unroll 4
+        for (int r = 0; r < Rows; ++r) {
+          const int tap = j - r;  // the input row's tap for output row r, unflipped
+          if (tap < 0 || tap >= KH) continue;
+          const int kh = decltype(flipped)::value ? KH - 1 - tap : tap;
+          acc[r] = F::fma(in, weight[kh][kw], acc[r]);
+        }
+      }
+    }
+  };
   // The group's vector at column ow: load(row, position) gives a tap's F::kLanes inputs.
   auto vector_at = [&](int64_t ow, auto&& load) {
     const int64_t first_w = first_input_column(g, ow);
     Vec acc[Rows];
     for (int r = 0; r < Rows; ++r) acc[r] = F::zero();
-    for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+    if (shared && g.flip) {
+      shared_rows_at(first_w, load, std::true_type{}, acc);
+    } else if (shared) {
+      shared_rows_at(first_w, load, std::false_type{}, acc);
+    } else {
+      for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
 #pragma GCC unroll 3
-      for (int kw = 0; kw < KW; ++kw) {
+        for (int kw = 0; kw < KW; ++kw) {
 #pragma GCC unroll 4
-        for (int r = 0; r < Rows; ++r)
-          acc[r] = F::fma(load(rows[r][kh] + first_w + kw * step_w, kw), weight[kh][kw], acc[r]);
+          for (int r = 0; r < Rows; ++r)
+            acc[r] = F::fma(load(rows[r][kh] + first_w + kw * step_w, kw), weight[kh][kw], acc[r]);
+        }
       }
     }
     return std::to_array(acc);
