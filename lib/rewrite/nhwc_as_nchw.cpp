@@ -14,29 +14,21 @@ namespace {
 // (x, w and y together: 64 MiB) a problem stays NHWC rather than hold that much per thread.
 constexpr int64_t kMaxCopiedFloats = int64_t(16) << 20;
 
-// One image, [pixel][channel] <-> [channel][pixel]. Few channels (a compile-time count, so the
-// compiler vectorizes across pixels): pixels in blocks, the block's rows kept in cache across the
-// channels. A runtime count: the blocked matrix transpose of lib/kernels/transpose.hpp (with 128
-// channels a pixel is 512 bytes on: a 256-pixel block's rows fall into 8 of L1's 64 sets and evict
-// each other; grouped_32x4 NHWC spent 75% of its time here).
+// One image, [pixel][channel] <-> [channel][pixel], with few channels (a compile-time count, so
+// the compiler vectorizes across pixels): pixels in blocks, the block's rows kept in cache across
+// the channels. (More channels: the blocked matrix transpose of lib/kernels/transpose.hpp, below;
+// with 128 channels a pixel is 512 bytes on: a 256-pixel block's rows fall into 8 of L1's 64 sets
+// and evict each other; grouped_32x4 NHWC spent 75% of its time here.)
 template <int Channels>
-void transpose_image(int64_t pixels, int64_t runtime_channels, const float* src, float* dst, bool to_nchw) {
-  if constexpr (Channels == 0) {
-    if (to_nchw) {
-      transpose_matrix(pixels, runtime_channels, src, dst);
-    } else {
-      transpose_matrix(runtime_channels, pixels, src, dst);
-    }
-  } else {
-    constexpr int64_t kBlock = 256;
-    for (int64_t first = 0; first < pixels; first += kBlock) {
-      const int64_t end = std::min(pixels, first + kBlock);
-      for (int64_t c = 0; c < Channels; ++c) {
-        if (to_nchw) {
-          for (int64_t p = first; p < end; ++p) dst[c * pixels + p] = src[p * Channels + c];
-        } else {
-          for (int64_t p = first; p < end; ++p) dst[p * Channels + c] = src[c * pixels + p];
-        }
+void transpose_few_channels(int64_t pixels, const float* src, float* dst, bool to_nchw) {
+  constexpr int64_t kBlock = 256;
+  for (int64_t first = 0; first < pixels; first += kBlock) {
+    const int64_t end = std::min(pixels, first + kBlock);
+    for (int64_t c = 0; c < Channels; ++c) {
+      if (to_nchw) {
+        for (int64_t p = first; p < end; ++p) dst[c * pixels + p] = src[p * Channels + c];
+      } else {
+        for (int64_t p = first; p < end; ++p) dst[p * Channels + c] = src[c * pixels + p];
       }
     }
   }
@@ -44,14 +36,33 @@ void transpose_image(int64_t pixels, int64_t runtime_channels, const float* src,
 
 void transpose_images(int64_t images, int64_t pixels, int64_t channels, const float* src, float* dst, bool to_nchw,
                       int threads) {
-  using Transpose = void (*)(int64_t, int64_t, const float*, float*, bool);
-  constexpr Transpose kFew[] = {transpose_image<0>, transpose_image<1>, transpose_image<2>,
-                                transpose_image<3>, transpose_image<4>, transpose_image<5>,
-                                transpose_image<6>, transpose_image<7>, transpose_image<8>};
-  const Transpose transpose = channels <= 8 ? kFew[channels] : transpose_image<0>;
+  using Transpose = void (*)(int64_t, const float*, float*, bool);
+  constexpr Transpose kFew[] = {transpose_few_channels<1>, transpose_few_channels<2>, transpose_few_channels<3>,
+                                transpose_few_channels<4>, transpose_few_channels<5>, transpose_few_channels<6>,
+                                transpose_few_channels<7>, transpose_few_channels<8>};
   const int64_t image = pixels * channels;
-  parallel_for(threads, images, double(images * image),
-               [&](int64_t n) { transpose(pixels, channels, src + n * image, dst + n * image, to_nchw); });
+  if (channels <= 8) {
+    parallel_for(threads, images, double(images * image),
+                 [&](int64_t n) { kFew[channels - 1](pixels, src + n * image, dst + n * image, to_nchw); });
+    return;
+  }
+  // Runtime counts: fewer images than threads share them out in blocks of pixels (a first layer's
+  // one image copied its output on one thread).
+  constexpr int64_t kMinBlockPixels = 256;
+  const int64_t wanted_blocks = (tasks_wanted(threads) + images - 1) / images;
+  const int64_t blocks = std::clamp<int64_t>(wanted_blocks, 1, (pixels + kMinBlockPixels - 1) / kMinBlockPixels);
+  const int64_t block = (pixels + blocks - 1) / blocks;
+  parallel_for(threads, images * blocks, double(images * image), [&](int64_t task) {
+    const int64_t n = task / blocks, first = task % blocks * block, count = std::min(block, pixels - first);
+    if (count <= 0) return;
+    const float* image_src = src + n * image;
+    float* image_dst = dst + n * image;
+    if (to_nchw) {
+      transpose_matrix(count, channels, {image_src + first * channels, channels}, {image_dst + first, pixels});
+    } else {
+      transpose_matrix(channels, count, {image_src + first, pixels}, {image_dst + first * channels, channels});
+    }
+  });
 }
 
 // The problem of `params` in `layout`: valid, as only the layout differs from a valid problem.
@@ -86,6 +97,18 @@ void backward_filter_on_twin(const ConvGeometry& g, int threads, const float* x,
   transpose_images(g.out_channels, g.taps, g.ic_per_group, dw_twin, dw, !to_nchw, threads);
 }
 
+// The copies cost their floats, the twin saves a part of the flops. Backward filter: the twin's
+// rows beat NCHW's register tile from 200 flops per copied float on this host, below it (ResNet's
+// 1x1 and 7x7 layers, whose weights outweigh their activations) the copies lost it
+// (bench/RESULTS.md, "Session 10"). Forward at W stride > 1, where the NCHW kernels ran at a third
+// to a half of the twin's speed, from 50 (a 3-channel stem at 39 lost 13%; "Session 17").
+constexpr double kMinFlopsPerCopiedFloat = 200;
+constexpr double kMinStridedForwardFlopsPerCopiedFloat = 50;
+
+int64_t copied_floats(const ConvGeometry& g) {
+  return activation_floats(g) + g.out_channels * g.reduction;
+}
+
 }  // namespace
 
 bool nhwc_runs_as_nchw(const ConvGeometry& g) {
@@ -93,41 +116,66 @@ bool nhwc_runs_as_nchw(const ConvGeometry& g) {
   // Depthwise with one channel per group has an NHWC kernel of its own (lanes across groups); the
   // NCHW direct kernels take stride 1 or 2 along W.
   const bool depthwise = g.ic_per_group == 1 && g.oc_per_group == 1;
-  const int64_t copied = activation_floats(g) + g.out_channels * g.reduction;
   return g.layout == CONVJIT_NHWC && g.oc_per_group <= kDirectMaxOutputChannels && !depthwise &&
-         (g.stride[2] == 1 || g.stride[2] == 2) && copied <= kMaxCopiedFloats;
+         (g.stride[2] == 1 || g.stride[2] == 2) && copied_floats(g) <= kMaxCopiedFloats;
 #else
   (void)g;
   return false;
 #endif
 }
 
+bool nchw_runs_as_nhwc(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  // NCHW row kernels put output pixels along W in the lanes: at W stride s each vector's inputs
+  // are every s-th element, deinterleaved for each W tap, where NHWC's channels are contiguous. (A
+  // single W tap is not: the register tile's packing reads each input once.) Not where the twin
+  // would run as NCHW again (few output channels), nor depthwise (NCHW's own kernel; its flops
+  // would not pay for the copies anyway).
+  const bool depthwise = g.ic_per_group == 1 && g.oc_per_group == 1;
+  const int64_t copied = copied_floats(g);
+  return g.layout == CONVJIT_NCHW && g.stride[2] > 1 && g.kernel[2] > 1 && g.oc_per_group > kDirectMaxOutputChannels &&
+         !depthwise && copied <= kMaxCopiedFloats &&
+         g.flops() >= kMinStridedForwardFlopsPerCopiedFloat * double(copied);
+#else
+  (void)g;
+  return false;
+#endif
+}
+
+bool forward_runs_as_twin(const ConvGeometry& g) {
+  return nhwc_runs_as_nchw(g) || nchw_runs_as_nhwc(g);
+}
+
+ConvGeometry forward_twin(const convjit_conv_params& params) {
+  return conv_twin(params, params.layout == CONVJIT_NHWC ? CONVJIT_NCHW : CONVJIT_NHWC);
+}
+
 ConvGeometry nchw_twin(const convjit_conv_params& params) {
   return conv_twin(params, CONVJIT_NCHW);
 }
 
-NchwCopies copy_to_nchw(const ConvGeometry& g, const convjit_conv_params& params, const float* x, const float* w,
+TwinCopies copy_to_twin(const ConvGeometry& g, const convjit_conv_params& params, const float* x, const float* w,
                         int threads) {
+  const bool to_nchw = g.layout == CONVJIT_NHWC;
   const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();
   const int64_t x_floats = g.batch * g.in_channels * in_pixels, w_floats = g.out_channels * g.reduction;
   float* copies = thread_layout_copies(size_t(x_floats + w_floats + g.batch * g.out_channels * out_pixels));
-  float* x_nchw = copies;
-  float* w_oihw = copies + x_floats;
-  transpose_images(g.batch, in_pixels, g.in_channels, x, x_nchw, true, threads);
-  // Weights per output channel: [tap][ic] (OHWI) -> [ic][tap] (OIHW).
-  transpose_images(g.out_channels, g.taps, g.ic_per_group, w, w_oihw, true, 1);
-  NchwCopies c{params, x_nchw, w_oihw, w_oihw + w_floats};
-  c.params.layout = CONVJIT_NCHW;
+  float* x_twin = copies;
+  float* w_twin = copies + x_floats;
+  transpose_images(g.batch, in_pixels, g.in_channels, x, x_twin, to_nchw, threads);
+  // Weights per output channel: [tap][ic] (OHWI) <-> [ic][tap] (OIHW).
+  transpose_images(g.out_channels, g.taps, g.ic_per_group, w, w_twin, to_nchw, 1);
+  TwinCopies c{params, x_twin, w_twin, w_twin + w_floats};
+  c.params.layout = to_nchw ? CONVJIT_NCHW : CONVJIT_NHWC;
   return c;
 }
 
-void copy_output_to_nhwc(const ConvGeometry& g, const NchwCopies& copies, float* y, int threads) {
-  transpose_images(g.batch, g.out_pixels(), g.out_channels, copies.y, y, false, threads);
+void copy_output_from_twin(const ConvGeometry& g, const TwinCopies& copies, float* y, int threads) {
+  transpose_images(g.batch, g.out_pixels(), g.out_channels, copies.y, y, g.layout == CONVJIT_NCHW, threads);
 }
 
 bool nhwc_backward_filter_runs_as_nchw(const ConvGeometry& g, const convjit_conv_params& params) {
-  const int64_t copied = activation_floats(g) + g.out_channels * g.reduction;
-  return g.layout == CONVJIT_NHWC && copied <= kMaxCopiedFloats && !backward_filter_runs_channels_in_lanes(g) &&
+  return g.layout == CONVJIT_NHWC && copied_floats(g) <= kMaxCopiedFloats && !backward_filter_runs_channels_in_lanes(g) &&
          backward_filter_runs_direct(nchw_twin(params));
 }
 
@@ -138,13 +186,8 @@ void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& p
   });
 }
 
-// The twin's rows beat NCHW's register tile by a part of the flops, the copies cost their floats:
-// from 200 flops per copied float the rows won on this host, below it (ResNet's 1x1 and 7x7
-// layers, whose weights outweigh their activations) the copies lost it (bench/RESULTS.md, "Session 10").
-constexpr double kMinFlopsPerCopiedFloat = 200;
-
 bool nchw_backward_filter_can_run_as_nhwc(const ConvGeometry& g) {
-  const int64_t copied = activation_floats(g) + g.out_channels * g.reduction;
+  const int64_t copied = copied_floats(g);
   return g.layout == CONVJIT_NCHW && copied <= kMaxCopiedFloats &&
          g.flops() >= kMinFlopsPerCopiedFloat * double(copied);
 }

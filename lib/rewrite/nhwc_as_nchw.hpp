@@ -1,10 +1,13 @@
-// NHWC forward convolutions with few output channels per group run as NCHW ones on transposed
-// copies. The direct kernels of both tiers vectorize along output rows, which NHWC's interleaved
-// channels deny them: with 1-8 channels per pixel, NHWC kernels that vector over channels compute
-// mostly zeros (bench/RESULTS.md, "Why the tier rules ..."). One pass over x and one over y
-// cost less. The runtime counts and reports the NHWC configuration as called, and compiles (and
-// names) the NCHW twin's kernel for it; the numbers (the chain order of NCHW, (ic, kd, kh, kw))
-// are the same on every tier.
+// Forward convolutions that run as their twin in the other layout, on transposed copies of x and
+// w, y transposed back. NHWC with few output channels per group runs as NCHW: the direct kernels
+// of both tiers vectorize along output rows, which NHWC's interleaved channels deny them: with
+// 1-8 channels per pixel, NHWC kernels that vector over channels compute mostly zeros
+// (bench/RESULTS.md, "Why the tier rules ..."). NCHW at W stride > 1 with more output channels
+// runs as NHWC where its flops pay for the copies: NCHW kernels would gather every s-th input
+// along W into their lanes (bench/RESULTS.md, "Session 17"). One pass over x and one over y cost
+// less. The runtime counts and reports the configuration as called, and compiles (and names) the
+// twin's kernel for it; the numbers (the twin's chain order: NCHW's (ic, kd, kh, kw), NHWC's
+// (kd, kh, kw, ic)) are the same on every tier.
 #pragma once
 
 #include "convjit/convjit.h"
@@ -15,19 +18,23 @@
 namespace convjit::detail {
 
 bool nhwc_runs_as_nchw(const ConvGeometry& g);
-// The NCHW twin of a valid NHWC problem: what runs when nhwc_runs_as_nchw.
+bool nchw_runs_as_nhwc(const ConvGeometry& g);
+bool forward_runs_as_twin(const ConvGeometry& g);  // either of them
+// The twin of a valid problem in the other layout: what runs when forward_runs_as_twin.
+ConvGeometry forward_twin(const convjit_conv_params& params);
+// The NCHW twin of a valid NHWC problem.
 ConvGeometry nchw_twin(const convjit_conv_params& params);
 
-// Copies of an NHWC problem's operands in NCHW (x, OIHW weights) and room for its NCHW output.
-struct NchwCopies {
-  convjit_conv_params params;
+// Copies of a problem's operands in its twin's layout (x, weights) and room for the twin's output.
+struct TwinCopies {
+  convjit_conv_params params;  // the twin's
   const float* x;
   const float* w;
   float* y;
 };
-NchwCopies copy_to_nchw(const ConvGeometry& g, const convjit_conv_params& params, const float* x, const float* w,
+TwinCopies copy_to_twin(const ConvGeometry& g, const convjit_conv_params& params, const float* x, const float* w,
                         int threads);
-void copy_output_to_nhwc(const ConvGeometry& g, const NchwCopies& copies, float* y, int threads);
+void copy_output_from_twin(const ConvGeometry& g, const TwinCopies& copies, float* y, int threads);
 
 // Backward filter the same way: an NHWC problem whose NCHW twin runs on the direct kernel (few
 // channels per group, depthwise: the register tile over NHWC patches reaches 1-7 GFLOP/s there)

@@ -49,18 +49,18 @@ void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, Run&& run) {
   }
 }
 
-// One forward call of g (as given: params) on the kernels chosen for what runs it: g, or its NCHW
-// twin (as_nchw) on copies of its operands.
-void run_forward_call(const detail::ConvGeometry& g, const convjit_conv_params& params, bool as_nchw,
+// One forward call of g (as given: params) on the kernels chosen for what runs it: g, or its
+// twin in the other layout (as_twin) on copies of its operands.
+void run_forward_call(const detail::ConvGeometry& g, const convjit_conv_params& params, bool as_twin,
                       const detail::ConvGeometry& runs, const detail::ForwardKernels& kernels, int threads,
                       const float* x, const float* w, const float* bias, bool relu, float* y) {
-  if (!as_nchw) {
+  if (!as_twin) {
     detail::run_conv_forward(runs, kernels, threads, x, w, bias, relu, y);
     return;
   }
-  const detail::NchwCopies nchw = detail::copy_to_nchw(g, params, x, w, threads);
-  detail::run_conv_forward(runs, kernels, threads, nchw.x, nchw.w, bias, relu, nchw.y);
-  detail::copy_output_to_nhwc(g, nchw, y, threads);
+  const detail::TwinCopies twin = detail::copy_to_twin(g, params, x, w, threads);
+  detail::run_conv_forward(runs, kernels, threads, twin.x, twin.w, bias, relu, twin.y);
+  detail::copy_output_from_twin(g, twin, y, threads);
 }
 
 int32_t pool_op_code(detail::PoolOp op, bool backward) {
@@ -107,12 +107,12 @@ void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeomet
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
   const int threads = this->threads();
-  const bool as_nchw = detail::nhwc_runs_as_nchw(g);
-  const detail::ConvGeometry runs = as_nchw ? detail::nchw_twin(params) : g;
+  const bool as_twin = detail::forward_runs_as_twin(g);
+  const detail::ConvGeometry runs = as_twin ? detail::forward_twin(params) : g;
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, runs, params.rank, relu, &reading);
   run_sampled(slot, calls, compiled != nullptr, [&] {
-    run_forward_call(g, params, as_nchw, runs, detail::select_tier(runs, compiled, isa_cap_), threads, x, w, bias, relu,
+    run_forward_call(g, params, as_twin, runs, detail::select_tier(runs, compiled, isa_cap_), threads, x, w, bias, relu,
                      y);
   });
 }
@@ -129,9 +129,9 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   // every phase with its key (a phase whose rows take another ISA runs on tier 0).
   detail::ConvGeometry first;
   detail::make_conv_geometry(phases.phase[0].forward, &first);  // checked by the rule
-  const bool as_nchw = detail::nhwc_runs_as_nchw(first);
+  const bool as_twin = detail::forward_runs_as_twin(first);
   auto runs_of = [&](const detail::BackwardDataPhase& phase, const detail::ConvGeometry& pg) {
-    return as_nchw ? detail::nchw_twin(phase.forward) : pg;
+    return as_twin ? detail::forward_twin(phase.forward) : pg;
   };
   const detail::ConvGeometry first_runs = runs_of(phases.phase[0], first);
   std::optional<detail::GracePeriods::Reader> reading;
@@ -152,7 +152,7 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
       const detail::ConvGeometry runs = runs_of(phase, pg);
       const bool same_key = compiled && spec_key(runs, params.rank, false) == compiled_key;
       detail::phase_weights(g, phase, w, w_phase);
-      run_forward_call(pg, phase.forward, as_nchw, runs,
+      run_forward_call(pg, phase.forward, as_twin, runs,
                        detail::select_tier(runs, same_key ? compiled : nullptr, isa_cap_), threads, dy, w_phase,
                        nullptr, false, grid);
       detail::spread_grid(

@@ -45,7 +45,7 @@ bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
     as_forward = as_forward || backward_data_as_forward(*g, c.conv, &forward);
     if (!as_forward || !make_conv_geometry(forward, g).ok()) return false;
   }
-  if (nhwc_runs_as_nchw(*g)) *g = nchw_twin(forward);
+  if (forward_runs_as_twin(*g)) *g = forward_twin(forward);
   return true;
 }
 

@@ -251,6 +251,51 @@ TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
   EXPECT_EQ(c.state, "jit");
 }
 
+// And the other way: NCHW at W stride > 1 with a W kernel and more output channels runs as its
+// NHWC twin where its flops pay for the copies: the stats show the NCHW configuration with the
+// twin's kernel, it reaches the JIT tier, and every tier gives the same bits. A 1x1 kernel (each
+// input read once) and a layer of few flops per copied float stay NCHW.
+TEST(Runtime, StridedNchwRunsAsNhwcOnEveryTierWhereItsFlopsPayForTheCopies) {
+  struct Case {
+    ConvDims dims;
+    bool as_nhwc;
+  };
+  ConvDims strided = conv(2, Layout::NCHW, 2, 32, 32, 1, {31, 29, 1}, {5, 3, 1}, {2, 2, 1}, {2, 1, 0});
+  strided.pad_end = {1, 2, 0};  // asymmetric
+  ConvDims grouped = conv(1, Layout::NCHW, 3, 48, 64, 2, {301, 1, 1}, {7, 1, 1}, {3, 1, 1}, {3, 0, 0});
+  grouped.mode = Mode::Convolution;
+  const Case cases[] = {
+      {strided, true},
+      {grouped, true},
+      {conv(2, Layout::NCHW, 1, 64, 96, 1, {28, 28, 1}, {1, 1, 1}, {2, 2, 1}), false},   // 1x1
+      {conv(2, Layout::NCHW, 1, 3, 32, 1, {65, 65, 1}, {3, 3, 1}, {2, 2, 1}), false},    // 3 channels: 39 flops a float
+      {conv(2, Layout::NCHW, 1, 16, 4, 1, {40, 40, 1}, {3, 3, 1}, {2, 2, 1}), false},    // 4 output channels
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(describe(k.dims));
+    Runtime generic(generic_policy());
+    Runtime eager(eager_policy());
+    SKIP_WITHOUT_BACKEND(eager);
+    const Problem p(k.dims, 0x4E0D);
+    const std::vector<float> y_generic = p.run(generic);
+    const std::vector<float> y_jit = p.run(eager);
+    EXPECT_TRUE(p.matches_reference(y_generic, "generic y"));
+    EXPECT_TRUE(p.matches_reference(y_jit, "jit y"));
+    EXPECT_TRUE(bitwise_equal("jit vs generic", y_jit, y_generic, conv_output_shape(k.dims), describe(k.dims)));
+    const RuntimeStats stats = eager.stats();
+    ASSERT_EQ(stats.configurations.size(), 1u);
+    const ConfigStats& c = stats.configurations[0];
+    EXPECT_EQ(c.dims.layout, Layout::NCHW);
+    if (!k.as_nhwc) {
+      EXPECT_EQ(c.kernel.find("_nhwc"), std::string::npos) << "the NHWC twin's kernel: " << c.kernel;
+      continue;
+    }
+    EXPECT_NE(c.kernel.find("_nhwc"), std::string::npos) << "not the NHWC twin's kernel: " << c.kernel;
+    EXPECT_EQ(c.calls_jit, 1);
+    EXPECT_EQ(c.state, "jit");
+  }
+}
+
 TEST(Runtime, CompiledTierReadsWeightsUpdatedInPlace) {
   Runtime eager(eager_policy());
   SKIP_WITHOUT_BACKEND(eager);
