@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "conv_depthwise_nchw.hpp"
+#include "conv_depthwise_nhwc.hpp"
 #include "conv_forward.hpp"
 #include "ops_internal.hpp"
 #include "threads.hpp"
@@ -104,6 +106,10 @@ void backward_filter_on_twin(const ConvGeometry& g, int threads, const float* x,
 // to a half of the twin's speed, from 50 (a 3-channel stem at 39 lost 13%; "Session 17").
 constexpr double kMinFlopsPerCopiedFloat = 200;
 constexpr double kMinStridedForwardFlopsPerCopiedFloat = 50;
+// NCHW depthwise forward without NCHW's own depthwise kernel (over 3x3, 3D, W stride over 2) ran
+// on the row and tile kernels at under half the speed of NHWC's channels-in-lanes ones (5x5: 44 vs
+// 110 GFLOP/s); from 16 flops per copied float (a 4x4 kernel) the twin wins ("Session 17").
+constexpr double kMinDepthwiseFlopsPerCopiedFloat = 16;
 
 int64_t copied_floats(const ConvGeometry& g) {
   return activation_floats(g) + g.out_channels * g.reduction;
@@ -126,15 +132,19 @@ bool nhwc_runs_as_nchw(const ConvGeometry& g) {
 
 bool nchw_runs_as_nhwc(const ConvGeometry& g) {
 #if defined(__x86_64__)
+  const int64_t copied = copied_floats(g);
+  if (g.layout != CONVJIT_NCHW || copied > kMaxCopiedFloats) return false;
+  // Depthwise: where NCHW has no depthwise kernel of its own, NHWC's (the groups in the lanes).
+  // Its chains are NCHW's (one input channel: the taps in weight order), so the bits are too.
+  if (g.ic_per_group == 1 && g.oc_per_group == 1) {
+    return !avx512::depthwise_nchw_supported(g) && !avx2::depthwise_nchw_supported(g) && g.taps <= kDepthwiseNhwcMaxTaps &&
+           g.flops() >= kMinDepthwiseFlopsPerCopiedFloat * double(copied);
+  }
   // NCHW row kernels put output pixels along W in the lanes: at W stride s each vector's inputs
   // are every s-th element, deinterleaved for each W tap, where NHWC's channels are contiguous. (A
   // single W tap is not: the register tile's packing reads each input once.) Not where the twin
-  // would run as NCHW again (few output channels), nor depthwise (NCHW's own kernel; its flops
-  // would not pay for the copies anyway).
-  const bool depthwise = g.ic_per_group == 1 && g.oc_per_group == 1;
-  const int64_t copied = copied_floats(g);
-  return g.layout == CONVJIT_NCHW && g.stride[2] > 1 && g.kernel[2] > 1 && g.oc_per_group > kDirectMaxOutputChannels &&
-         !depthwise && copied <= kMaxCopiedFloats &&
+  // would run as NCHW again (few output channels).
+  return g.stride[2] > 1 && g.kernel[2] > 1 && g.oc_per_group > kDirectMaxOutputChannels &&
          g.flops() >= kMinStridedForwardFlopsPerCopiedFloat * double(copied);
 #else
   (void)g;

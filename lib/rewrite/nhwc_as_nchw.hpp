@@ -4,8 +4,9 @@
 // 1-8 channels per pixel, NHWC kernels that vector over channels compute mostly zeros
 // (bench/RESULTS.md, "Why the tier rules ..."). NCHW at W stride > 1 with more output channels
 // runs as NHWC where its flops pay for the copies: NCHW kernels would gather every s-th input
-// along W into their lanes (bench/RESULTS.md, "Session 17"). One pass over x and one over y cost
-// less. The runtime counts and reports the configuration as called, and compiles (and names) the
+// along W into their lanes; so does NCHW depthwise that NCHW's own depthwise kernel does not take
+// (over 3x3, 3D): NHWC's has the groups in the lanes (bench/RESULTS.md, "Session 17"). One pass
+// over x and one over y cost less. The runtime counts and reports the configuration as called, and compiles (and names) the
 // twin's kernel for it; the numbers (the twin's chain order: NCHW's (ic, kd, kh, kw), NHWC's
 // (kd, kh, kw, ic)) are the same on every tier.
 #pragma once

@@ -251,11 +251,12 @@ TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
   EXPECT_EQ(c.state, "jit");
 }
 
-// And the other way: NCHW at W stride > 1 with a W kernel and more output channels runs as its
-// NHWC twin where its flops pay for the copies: the stats show the NCHW configuration with the
-// twin's kernel, it reaches the JIT tier, and every tier gives the same bits. A 1x1 kernel (each
-// input read once) and a layer of few flops per copied float stay NCHW.
-TEST(Runtime, StridedNchwRunsAsNhwcOnEveryTierWhereItsFlopsPayForTheCopies) {
+// And the other way: NCHW at W stride > 1 with a W kernel and more output channels, and NCHW
+// depthwise that NCHW's depthwise kernel does not take, run as their NHWC twins where their flops
+// pay for the copies: the stats show the NCHW configuration with the twin's kernel, it reaches
+// the JIT tier, and every tier gives the same bits. A 1x1 kernel (each input read once), a layer
+// of few flops per copied float and a 3x3 depthwise layer (NCHW's own kernel) stay NCHW.
+TEST(Runtime, NchwRunsAsItsNhwcTwinOnEveryTierWhereItPaysForTheCopies) {
   struct Case {
     ConvDims dims;
     bool as_nhwc;
@@ -270,6 +271,8 @@ TEST(Runtime, StridedNchwRunsAsNhwcOnEveryTierWhereItsFlopsPayForTheCopies) {
       {conv(2, Layout::NCHW, 1, 64, 96, 1, {28, 28, 1}, {1, 1, 1}, {2, 2, 1}), false},   // 1x1
       {conv(2, Layout::NCHW, 1, 3, 32, 1, {65, 65, 1}, {3, 3, 1}, {2, 2, 1}), false},    // 3 channels: 39 flops a float
       {conv(2, Layout::NCHW, 1, 16, 4, 1, {40, 40, 1}, {3, 3, 1}, {2, 2, 1}), false},    // 4 output channels
+      {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}), true},  // depthwise 5x5
+      {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), false},  // depthwise 3x3
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(describe(k.dims));
