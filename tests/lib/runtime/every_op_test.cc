@@ -292,8 +292,9 @@ TEST(EveryOp, StridedBackwardDataPhasesShareOneKernel) {
 }
 
 // The warm start compiles what backward data runs as, and the Xbyak backend's pooling and
-// backward-filter rows: a restarted runtime runs stride-1, strided pointwise and phased (strided)
-// backward data, max pooling and NHWC backward filter on compiled kernels from their first call.
+// backward-filter rows and layout twins: a restarted runtime runs stride-1, strided pointwise and
+// phased (strided) backward data, max pooling, NHWC backward filter and a strided NCHW forward
+// (its NHWC twin) on compiled kernels from their first call.
 TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAsAndTheRows) {
   char dir_template[] = "/tmp/convjit-every-op-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
@@ -317,6 +318,9 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAsAndTheRows) {
   const OpCall maxpool_backward = pool_call(Op::MaxPoolBackward, pool, 5);
   const OpCall filter =
       conv_call(Op::ConvBackwardFilter, conv(2, Layout::NHWC, 1, 16, 24, 1, {12, 13, 1}, {3, 3, 1}), 6);
+  // Runs as its NHWC twin (lib/rewrite/nhwc_as_nchw.hpp), whose kernel only Xbyak compiles.
+  const OpCall strided_nchw = conv_call(
+      Op::ConvForward, conv(2, Layout::NCHW, 2, 32, 32, 1, {31, 29, 1}, {5, 3, 1}, {2, 2, 1}, {2, 1, 0}), 7);
   std::string backend;
   {
     Runtime first(p);
@@ -329,6 +333,7 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAsAndTheRows) {
         maxpool.run(first);
         maxpool_backward.run(first);
         filter.run(first);
+        strided_nchw.run(first);
       }
     }
   }
@@ -341,9 +346,10 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAsAndTheRows) {
     maxpool.run(second);
     maxpool_backward.run(second);
     filter.run(second);
+    strided_nchw.run(second);
   }
   const RuntimeStats s = second.stats();
-  ASSERT_EQ(s.configurations.size(), backend == "xbyak" ? 6u : 3u);
+  ASSERT_EQ(s.configurations.size(), backend == "xbyak" ? 7u : 3u);
   for (const ConfigStats& c : s.configurations) {
     EXPECT_EQ(c.state, "jit") << op_name(c.op);
     EXPECT_EQ(c.calls_generic, 0) << op_name(c.op) << ": calls before its kernel arrived";
