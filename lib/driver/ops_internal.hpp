@@ -44,8 +44,9 @@ void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, c
                        const float* dy, float* dx, convjit_pool_row_fn compiled = nullptr);
 // Whether g's pooling runs on a vector kernel with the channels in the lanes (NHWC max and mean).
 bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op);
-// Whether every NCHW output row of g is whole vectors of its W-interior kernel (no output formed
-// one by one at a row's ends).
-bool pool_forward_rows_fill_vectors(const PoolGeometry& g, PoolOp op);
+// Whether g's NCHW max or mean pooling forward is faster on its own vector kernel (pool_nchw.hpp)
+// than as its NHWC twin: W stride 2 and rows of a vector or more, as measured (bench/RESULTS.md,
+// "Session 18"; at stride 1 and on shorter rows the twin's channels in lanes won).
+bool nchw_pool_forward_beats_twin(const PoolGeometry& g, PoolOp op);
 
 }  // namespace convjit::detail

@@ -58,21 +58,26 @@ NhwcBackward nhwc_backward_kernel(const PoolGeometry& g, PoolOp op) {
   return nullptr;
 }
 
-// The ISA kernel for the W-interior outputs of NCHW max and mean rows (pool_nchw.hpp), and its
-// vector's lanes; none: a null function.
-struct NchwInterior {
-  void (*run)(const PoolGeometry&, PoolOp, const float*, int64_t, int64_t, float*) = nullptr;
-  int64_t lanes = 1;
+// The ISA kernel of NCHW max and mean pooling forward (pool_nchw.hpp) and its walk along W; none:
+// a null run.
+struct NchwForward {
+  void (*run)(const PoolGeometry&, PoolOp, const NchwPoolWalk&, const std::vector<NchwPoolRow>&, const float*, float*,
+              int64_t, int64_t, float*) = nullptr;
+  NchwPoolWalk walk;
 };
 
-NchwInterior nchw_interior_kernel(const PoolGeometry& g, PoolOp op) {
+NchwForward nchw_forward_kernel(const PoolGeometry& g, PoolOp op) {
+  NchwForward k;
 #if defined(__x86_64__)
-  if (avx512::pool_nchw_supported(g, op)) return {avx512::pool_nchw_interior, avx512::kPoolNchwLanes};
-  if (avx2::pool_nchw_supported(g, op)) return {avx2::pool_nchw_interior, avx2::kPoolNchwLanes};
+  if (avx512::pool_nchw_supported(g, op) && make_nchw_pool_walk(g, avx512::kPoolNchwLanes, &k.walk)) {
+    k.run = avx512::pool_nchw_forward;
+  } else if (avx2::pool_nchw_supported(g, op) && make_nchw_pool_walk(g, avx2::kPoolNchwLanes, &k.walk)) {
+    k.run = avx2::pool_nchw_forward;
+  }
 #endif
   (void)g;
   (void)op;
-  return {};
+  return k;
 }
 
 // Per task: body.begin(n, c0, c1), then body.whole_task(n, c0, c1) (true: an ISA kernel ran the
@@ -191,37 +196,25 @@ void accumulate_run(const float* src, int64_t stride, int64_t count, float p, fl
   for (int64_t i = 0; i < count; ++i) accumulate<Op>(src[i * step], p, acc[i], seen[i]);
 }
 
-// NCHW forward of one (image, channel) plane. The outputs of a row whose taps along W are all real
-// share one clipped window: they go to the ISA kernel, every row of the plane in one call; without
-// one, tap by tap, each tap a strided run of one input row that vectorizes. The few pixels at the
-// rows' ends go one by one. What depends only on the problem is set up once per call, not per
-// plane.
+// NCHW forward of one (image, channel) plane without an ISA kernel: the outputs of a row whose taps
+// along W are all real share one clipped window, tap by tap, each tap a strided run of one input
+// row that vectorizes; the few pixels at the rows' ends go one by one.
 template <PoolOp Op>
 struct NchwForwardPlanes {
   ForwardBody<Op> body;
-  NchwInterior vectors;
   int64_t interior_begin, interior_end;  // the outputs along W whose taps are all real (or none)
-  bool vectors_take_interior;            // the ISA kernel computes them
 
-  NchwForwardPlanes(const PoolGeometry& g, float p, const float* x, float* y)
-      : body{g, p, x, y, nullptr}, vectors(nchw_interior_kernel(g, Op)) {
+  NchwForwardPlanes(const PoolGeometry& g, float p, const float* x, float* y) : body{g, p, x, y, nullptr} {
     const OutputBox whole_windows = interior_outputs(g);
     interior_begin = whole_windows.lo[2];
     interior_end = whole_windows.hi[2];
-    vectors_take_interior = vectors.run != nullptr && interior_end > interior_begin;
-    // Without a kernel, under a vector's worth: one by one.
-    if (!vectors.run && interior_end - interior_begin < 8) interior_end = interior_begin;
+    if (interior_end - interior_begin < 8) interior_end = interior_begin;  // under a vector's worth: one by one
   }
 
   void plane(int64_t n, int64_t c) {
     constexpr int64_t kRun = 256;  // pixels formed at once
     const PoolGeometry& g = body.g;
     const float* x_plane = body.x + n * g.x.batch + c * g.x.channel;
-    float* y_plane = body.y + n * g.y.batch + c * g.y.channel;
-    if (vectors_take_interior) {
-      vectors.run(g, Op, x_plane, interior_begin, interior_end - interior_begin, y_plane);
-      if (interior_begin == 0 && interior_end == g.out[2]) return;  // no pixel at a row's end
-    }
     const int64_t s = g.stride[2];
     int64_t o[3];
     for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
@@ -232,8 +225,7 @@ struct NchwForwardPlanes {
           body.pixel(n, c, c + 1, y_row - c * g.y.channel + ow, clip_window(g, o));
         };
         for (int64_t ow = 0; ow < interior_begin; ++ow) one_pixel(ow);
-        for (int64_t first = vectors_take_interior ? interior_end : interior_begin; first < interior_end;
-             first += kRun) {
+        for (int64_t first = interior_begin; first < interior_end; first += kRun) {
           const int64_t count = std::min(kRun, interior_end - first);
           o[2] = first;
           const Window win = clip_window(g, o);  // along W every tap is real: the same for the whole run
@@ -269,6 +261,22 @@ struct NchwForwardPlanes {
 template <PoolOp Op>
 void forward(const PoolGeometry& g, int threads, float p, const float* x, float* y, convjit_pool_row_fn compiled) {
   if (g.layout == Layout::NCHW) {
+    const NchwForward kernel = nchw_forward_kernel(g, Op);
+    if (kernel.run) {
+      const std::vector<NchwPoolRow> rows = nchw_pool_rows(g);
+      const int64_t planes = g.batch * g.channels;
+      const double taps = double(g.out[0] * g.out[1] * g.out[2]) * double(g.window[0]) * double(g.window[1]) *
+                          double(g.window[2]);
+      parallel_for(threads, (planes + kNchwChannelBlock - 1) / kNchwChannelBlock, taps * double(planes),
+                   [&](int64_t task) {
+                     const int64_t first = task * kNchwChannelBlock;
+                     float* padded =
+                         kernel.walk.padded_floats > 0 ? thread_scratch(size_t(kernel.walk.padded_floats)) : nullptr;
+                     kernel.run(g, Op, kernel.walk, rows, x, y, first, std::min(planes, first + kNchwChannelBlock),
+                                padded);
+                   });
+      return;
+    }
     const ChannelBlocks blocks = channel_blocks(g);
     const double taps =
         double(g.out[0] * g.out[1] * g.out[2]) * double(g.window[0]) * double(g.window[1]) * double(g.window[2]);
@@ -380,11 +388,9 @@ bool pool_runs_compiled_rows(const PoolGeometry& g, PoolOp op) {
   return nhwc_forward_kernel(g, op) != nullptr && !is_empty(interior_outputs(g));
 }
 
-bool pool_forward_rows_fill_vectors(const PoolGeometry& g, PoolOp op) {
-  const NchwInterior vectors = nchw_interior_kernel(g, op);
-  if (!vectors.run || g.pad_begin[2] != 0 || g.out[2] % vectors.lanes != 0) return false;
-  // The last output's taps along W all real, as the first's (no padding before it).
-  return (g.out[2] - 1) * g.stride[2] + (g.window[2] - 1) * g.dilation[2] < g.in[2];
+bool nchw_pool_forward_beats_twin(const PoolGeometry& g, PoolOp op) {
+  const NchwForward kernel = nchw_forward_kernel(g, op);
+  return kernel.run != nullptr && g.stride[2] == 2 && g.out[2] >= kernel.walk.lanes;
 }
 
 bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op) {

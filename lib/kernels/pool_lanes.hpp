@@ -10,7 +10,9 @@
 namespace convjit::detail {
 namespace {
 
-template <typename F, bool Max>
+// Without TracksNumbers, a max only: `seen` stays empty and only acc is meaningful (a kernel that
+// forms lanes whose max stayed -inf again with it).
+template <typename F, bool Max, bool TracksNumbers = true>
 struct PoolLanes {
   typename F::Vec acc = Max ? F::set1(-INFINITY) : F::zero();
   typename F::Mask seen = F::no_lanes();
@@ -18,7 +20,7 @@ struct PoolLanes {
   inline __attribute__((always_inline)) void add(typename F::Vec value) {
     if constexpr (Max) {
       acc = F::max_so_far(acc, value);
-      seen = F::either(seen, F::is_number(value));
+      if constexpr (TracksNumbers) seen = F::either(seen, F::is_number(value));
     } else {
       acc = F::add(acc, value);
     }

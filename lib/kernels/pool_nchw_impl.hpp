@@ -3,174 +3,231 @@
 #pragma once
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "pool_lanes.hpp"
 #include "pool_nchw.hpp"
-#include "pool_window.hpp"
 
 namespace convjit::detail {
 namespace {
 
-// Vectors of a row's outputs formed at once.
+// Vectors of a row formed at once.
 constexpr int kPoolRowVectors = 4;
-// Input rows (D x H taps) of a window the kernel lists; larger windows are not supported.
-constexpr int64_t kPoolNchwMaxWindowRows = 256;
 
-// The real input rows of an output row's window, as offsets from its first tap in the plane, in
-// row-major order; rebuilt only when the clipped window changes (rows whose windows are whole in
-// D and H share one list).
-struct WindowRows {
-  int64_t offset[kPoolNchwMaxWindowRows];
-  int64_t count = -1;
-  int64_t lo[2] = {0, 0}, hi[2] = {-1, -1};
+// A block of up to kPoolRowVectors output vectors with the same window rows: vectors of one output
+// row, or the one vector of consecutive rows; for each, its lane 0's first tap, its outputs and
+// its index along the row (edge and tail).
+template <int Vecs>
+struct VectorBlock {
+  const float* first[Vecs];
+  float* out[Vecs];
+  int64_t k[Vecs];
+};
 
-  void update(const PoolGeometry& g, const Window& win) {
-    if (count >= 0 && win.lo[0] == lo[0] && win.hi[0] == hi[0] && win.lo[1] == lo[1] && win.hi[1] == hi[1]) return;
-    count = 0;
-    for (int64_t a = win.lo[0]; a < win.hi[0]; ++a) {
-      for (int64_t b = win.lo[1]; b < win.hi[1]; ++b) {
-        offset[count++] = a * g.dilation[0] * g.x.spatial[0] + b * g.dilation[1] * g.x.spatial[1];
+// Adds the taps of a block's vectors, window row by window row, each row's taps along W in order:
+// a load per tap (Stride 1), or the even lanes of a pair, or two consecutive taps (W dilation 1)
+// the even and the odd lanes of one pair.
+template <typename F, bool Max, int Stride, bool Tracks, int Vecs>
+inline __attribute__((always_inline)) void add_taps(const PoolGeometry& g, const NchwPoolWalk& walk,
+                                                    const NchwPoolRow& row, const VectorBlock<Vecs>& block,
+                                                    PoolLanes<F, Max, Tracks>* lanes) {
+  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
+  const bool taps_share_pairs = Stride == 2 && dilation_w == 1;
+  for (int64_t i = 0; i < row.rows_d; ++i) {
+    for (int64_t j = 0; j < row.rows_h; ++j) {
+      const int64_t window_row = (i * walk.step_d + j * walk.step_h) * walk.pitch;
+      for (int64_t t = 0; t < taps_w; ++t) {
+        const int64_t tap = window_row + t * dilation_w;
+        const bool pair_of_two = taps_share_pairs && t + 1 < taps_w;
+        for (int v = 0; v < Vecs; ++v) {
+          const float* at = block.first[v] + tap;
+          if constexpr (Stride == 1) {
+            lanes[v].add(F::load(at));
+          } else {
+            const typename F::Vec low = F::load(at), high = F::load(at + F::kLanes);
+            lanes[v].add(F::even_lanes(low, high));
+            if (pair_of_two) lanes[v].add(F::odd_lanes(low, high));
+          }
+        }
+        if (pair_of_two) ++t;
       }
     }
-    lo[0] = win.lo[0], hi[0] = win.hi[0], lo[1] = win.lo[1], hi[1] = win.hi[1];
   }
-};
+}
 
-// Which floats of the loads a run's vectors read: every lane, or the first `outputs` lanes of the
-// one vector of a row's tail. A tap alone reads the even lanes of its pair (`low`, `high`: the
-// float past its last even lane masked off unless the whole run's pairs lie in the plane); two
-// consecutive taps (Stride 2, W dilation 1) share one pair, its odd lanes the second tap's: each
-// float of it is a real tap (`shared_low`, `shared_high`).
-template <typename F, int Stride>
-struct RunLoads {
-  typename F::Mask low, high, shared_low, shared_high, outputs;
-  static RunLoads whole(bool whole_pairs) {
-    const typename F::Mask all = F::all_lanes();
-    return {all, whole_pairs ? all : F::first_lanes(F::kLanes - 1), all, all, all};
+// A block's vectors, their window rows real (row: the window rows of every vector). A max forms
+// them without tracking numbers; only where a lane stayed -inf (all NaN, or all -inf: padding is
+// NaN) does it form them again with the tracking. Edge vectors' lanes without a real W tap get
+// -FLT_MAX (max) or 0 (mean), and mean's divisor is per lane where padding is excluded; the row's
+// last vector stores only its tail.
+template <typename F, bool Max, int Stride, int Vecs>
+inline __attribute__((always_inline)) void block_vectors(const PoolGeometry& g, const NchwPoolWalk& walk,
+                                                         const NchwPoolRow& row, const VectorBlock<Vecs>& block,
+                                                         float divisor) {
+  const int64_t last_tail = g.out[2] - (walk.vectors - 1) * F::kLanes;
+  typename F::Mask valid[Vecs];
+  for (int v = 0; v < Vecs; ++v) {
+    valid[v] = block.k[v] + 1 == walk.vectors ? F::first_lanes(last_tail) : F::all_lanes();
   }
-  static RunLoads tail(int64_t outputs) {
-    const int64_t floats = Stride == 1 ? outputs : 2 * outputs - 1;
-    return {F::first_lanes(std::min<int64_t>(floats, F::kLanes)),
-            F::first_lanes(std::max<int64_t>(floats - F::kLanes, 0)),
-            F::first_lanes(std::min<int64_t>(floats + 1, F::kLanes)),
-            F::first_lanes(std::max<int64_t>(floats + 1 - F::kLanes, 0)), F::first_lanes(outputs)};
-  }
-};
-
-// Outputs [0, Vecs * kLanes) of a run whose first window's tap (0, 0, 0) is element `window` of
-// the plane (in the padding when clipped): each tap a load (Stride 1), or the even lanes of a pair
-// of loads, or two taps the even and the odd lanes of one pair; in row-major order. Masked: every
-// load and the store by `loads`; else only the second load of a lone tap's pair, by loads.high.
-template <typename F, bool Max, int Stride, bool Masked, int Vecs>
-inline __attribute__((always_inline)) void nchw_outputs(const float* plane, int64_t window, const WindowRows& rows,
-                                                        int64_t taps_w, int64_t dilation_w,
-                                                        const RunLoads<F, Stride>& loads, bool any_tap, float divisor,
-                                                        float* out) {
-  PoolLanes<F, Max> lanes[Vecs];
-  const bool taps_share_pairs = Stride == 2 && dilation_w == 1;
-  for (int64_t r = 0; r < rows.count; ++r) {
-    const float* row = plane + (window + rows.offset[r]);
-    for (int64_t t = 0; t < taps_w; ++t) {
-      const float* src = row + t * dilation_w;
-      if constexpr (Stride == 1) {
-        for (int v = 0; v < Vecs; ++v) {
-          lanes[v].add(Masked ? F::load(src + v * F::kLanes, loads.low) : F::load(src + v * F::kLanes));
-        }
-      } else if (taps_share_pairs && t + 1 < taps_w) {
-        for (int v = 0; v < Vecs; ++v) {
-          const float* pair = src + 2 * v * F::kLanes;
-          const typename F::Vec low = Masked ? F::load(pair, loads.shared_low) : F::load(pair);
-          const typename F::Vec high =
-              Masked ? F::load(pair + F::kLanes, loads.shared_high) : F::load(pair + F::kLanes);
-          lanes[v].add(F::even_lanes(low, high));
-          lanes[v].add(F::odd_lanes(low, high));
-        }
-        ++t;
-      } else {
-        for (int v = 0; v < Vecs; ++v) {
-          const float* pair = src + 2 * v * F::kLanes;
-          const typename F::Vec low = Masked ? F::load(pair, loads.low) : F::load(pair);
-          lanes[v].add(F::even_lanes(low, F::load(pair + F::kLanes, loads.high)));
-        }
-      }
+  PoolLanes<F, Max, false> lanes[Vecs];
+  add_taps<F, Max, Stride, false, Vecs>(g, walk, row, block, lanes);
+  typename F::Vec result[Vecs];
+  if constexpr (Max) {
+    typename F::Mask stayed = F::no_lanes();
+    for (int v = 0; v < Vecs; ++v) {
+      stayed = F::either(stayed, F::both(F::equal(lanes[v].acc, F::set1(-INFINITY)), valid[v]));
+    }
+    if (F::any(stayed)) {
+      PoolLanes<F, Max, true> tracked[Vecs];
+      add_taps<F, Max, Stride, true, Vecs>(g, walk, row, block, tracked);
+      for (int v = 0; v < Vecs; ++v) result[v] = tracked[v].result(true, 0.0f);
+    } else {
+      for (int v = 0; v < Vecs; ++v) result[v] = lanes[v].acc;
     }
   }
   for (int v = 0; v < Vecs; ++v) {
-    const typename F::Vec result = lanes[v].result(any_tap, divisor);
-    if constexpr (Masked) {
-      F::store(out + v * F::kLanes, result, loads.outputs);
+    const bool edge = walk.is_edge(block.k[v]);
+    if constexpr (Max) {
+      if (edge) {
+        const typename F::Mask no_tap = F::equal(F::load(walk.taps_of_edge(block.k[v])), F::zero());
+        result[v] = F::select(no_tap, F::set1(-FLT_MAX), result[v]);
+      }
+    } else if (edge) {
+      const typename F::Vec taps_w = F::load(walk.taps_of_edge(block.k[v]));
+      const typename F::Vec lane_divisor =
+          g.exclude_padding ? F::mul(F::set1(float(row.rows_d * row.rows_h)), taps_w) : F::set1(divisor);
+      result[v] = F::select(F::equal(taps_w, F::zero()), F::zero(), F::div(lanes[v].acc, lane_divisor));
     } else {
-      F::store(out + v * F::kLanes, result);
+      result[v] = F::div(lanes[v].acc, F::set1(divisor));
+    }
+    if (block.k[v] + 1 == walk.vectors && last_tail < F::kLanes) {
+      F::store(block.out[v], result[v], valid[v]);
+    } else {
+      F::store(block.out[v], result[v]);
     }
   }
 }
 
-// One output row's run of `count` outputs: blocks of vectors, then one vector, then a masked tail.
-template <typename F, bool Max, int Stride>
-inline __attribute__((always_inline)) void nchw_row(const float* plane, int64_t window, const WindowRows& rows,
-                                                    int64_t taps_w, int64_t dilation_w, bool whole_pairs, bool any_tap,
-                                                    float divisor, int64_t count, float* out) {
-  const RunLoads<F, Stride> whole = RunLoads<F, Stride>::whole(whole_pairs);
-  int64_t i = 0;
-  for (; i + kPoolRowVectors * F::kLanes <= count; i += kPoolRowVectors * F::kLanes) {
-    nchw_outputs<F, Max, Stride, false, kPoolRowVectors>(plane, window + i * Stride, rows, taps_w, dilation_w, whole,
-                                                         any_tap, divisor, out + i);
-  }
-  for (; i + F::kLanes <= count; i += F::kLanes) {
-    nchw_outputs<F, Max, Stride, false, 1>(plane, window + i * Stride, rows, taps_w, dilation_w, whole, any_tap,
-                                           divisor, out + i);
-  }
-  if (i < count) {
-    nchw_outputs<F, Max, Stride, true, 1>(plane, window + i * Stride, rows, taps_w, dilation_w,
-                                          RunLoads<F, Stride>::tail(count - i), any_tap, divisor, out + i);
+// The plane's input rows into `padded`, each at walk.lead of its padded row with `fill` around it:
+// the padded row filled (walk.pitch is whole vectors), then the input row copied over it, its last
+// vector masked.
+template <typename F>
+inline void pad_rows(const PoolGeometry& g, const NchwPoolWalk& walk, const float* plane, float fill, float* padded) {
+  const int64_t in_w = g.in[2], rows = g.in[0] * g.in[1];
+  const typename F::Vec fills = F::set1(fill);
+  const int64_t whole = in_w / F::kLanes * F::kLanes;
+  const typename F::Mask tail = F::first_lanes(in_w - whole);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = plane + r * in_w;
+    float* out = padded + r * walk.pitch;
+    for (int64_t c = 0; c < walk.pitch; c += F::kLanes) F::store(out + c, fills);
+    float* copy = out + walk.lead;
+    for (int64_t c = 0; c < whole; c += F::kLanes) F::store(copy + c, F::load(row + c));
+    if (whole < in_w) F::store(copy + whole, F::load(row + whole, tail), tail);
   }
 }
 
-// Outputs [first, first + count) of every output row of one plane, a row at a time: called once
-// per plane, so a row costs its window's input rows and its vectors, not a call; the D and H clips
-// are the only per-row geometry.
+// Every vector of output rows [0, Rows) of `rows` (rows with the same real window rows), PerRow
+// vectors each.
+template <typename F, bool Max, int Stride, int Rows, int PerRow>
+inline __attribute__((always_inline)) void whole_rows(const PoolGeometry& g, const NchwPoolWalk& walk,
+                                                      const NchwPoolRow* rows, const float* first, float* y_plane,
+                                                      float divisor) {
+  VectorBlock<Rows * PerRow> block;
+  for (int r = 0; r < Rows; ++r) {
+    for (int q = 0; q < PerRow; ++q) {
+      block.first[r * PerRow + q] = first + rows[r].first_row * walk.pitch + q * Stride * F::kLanes;
+      block.out[r * PerRow + q] = y_plane + rows[r].y + q * F::kLanes;
+      block.k[r * PerRow + q] = q;
+    }
+  }
+  block_vectors<F, Max, Stride>(g, walk, rows[0], block, divisor);
+}
+
+// Vectors [k, k + Vecs) of one output row.
+template <typename F, bool Max, int Stride, int Vecs>
+inline __attribute__((always_inline)) void vectors_of_row(const PoolGeometry& g, const NchwPoolWalk& walk,
+                                                          const NchwPoolRow& row, const float* first, int64_t k,
+                                                          float* y_row, float divisor) {
+  VectorBlock<Vecs> block;
+  for (int v = 0; v < Vecs; ++v) {
+    block.first[v] = first + (k + v) * Stride * F::kLanes;
+    block.out[v] = y_row + (k + v) * F::kLanes;
+    block.k[v] = k + v;
+  }
+  block_vectors<F, Max, Stride>(g, walk, row, block, divisor);
+}
+
+// Blocks of one output row's vectors, or of every vector (one or two) of consecutive output rows
+// whose windows have the same real rows.
 template <typename F, bool Max, int Stride>
-void nchw_interior(const PoolGeometry& g, const float* plane, int64_t first, int64_t count, float* y_plane) {
-  const float padded_divisor = window_taps(g);
-  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
-  const int64_t plane_size = g.in[0] * g.x.spatial[0];
-  const int64_t first_w = first * Stride - g.pad_begin[2];
-  WindowRows rows;
-  Window win;
-  win.origin[2] = first_w;
-  win.lo[2] = 0;
-  win.hi[2] = taps_w;
-  for (int64_t od = 0; od < g.out[0]; ++od) {
-    win.origin[0] = od * g.stride[0] - g.pad_begin[0];
-    const StepRange d = steps_inside(win.origin[0], g.dilation[0], g.in[0], g.window[0]);
-    win.lo[0] = d.lo, win.hi[0] = d.hi;
-    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-      win.origin[1] = oh * g.stride[1] - g.pad_begin[1];
-      const StepRange h = steps_inside(win.origin[1], g.dilation[1], g.in[1], g.window[1]);
-      win.lo[1] = h.lo, win.hi[1] = h.hi;
-      rows.update(g, win);
-      const bool any_tap = win.real_taps() > 0;
-      const float divisor = g.exclude_padding ? float(win.real_taps()) : padded_divisor;
-      const int64_t window = win.origin[0] * g.x.spatial[0] + win.origin[1] * g.x.spatial[1] + first_w;
-      float* out = y_plane + od * g.y.spatial[0] + oh * g.y.spatial[1] + first;
-      // The last pair's second load ends 2 * count floats after the last row's last tap.
-      const bool whole_pairs =
-          rows.count == 0 || window + rows.offset[rows.count - 1] + (taps_w - 1) * dilation_w + 2 * count <= plane_size;
-      nchw_row<F, Max, Stride>(plane, window, rows, taps_w, dilation_w, whole_pairs, any_tap, divisor, count, out);
+void forward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const std::vector<NchwPoolRow>& rows,
+                    const float* x, float* y, int64_t first_plane, int64_t end_plane, float* padded) {
+  const float padded_divisor = float(double(g.window[0]) * double(g.window[1]) * double(g.window[2]));
+  const int64_t lane0 = walk.lead - g.pad_begin[2];  // lane 0's tap 0 of output 0 in a read row
+  const size_t row_count = rows.size();
+  for (int64_t p = first_plane; p < end_plane; ++p) {
+    const float* plane = x + p * g.x.channel;
+    float* y_plane = y + p * g.y.channel;
+    if (walk.padded_floats > 0) {
+      pad_rows<F>(g, walk, plane, Max ? NAN : 0.0f, padded);
+      plane = padded;
+    }
+    for (size_t r = 0; r < row_count;) {
+      const NchwPoolRow& row = rows[r];
+      const int64_t real_rows = row.rows_d * row.rows_h;
+      if (real_rows == 0) {  // the window wholly in the padding along D or H
+        std::fill(y_plane + row.y, y_plane + row.y + g.out[2], Max ? -FLT_MAX : 0.0f);
+        ++r;
+        continue;
+      }
+      const float divisor = g.exclude_padding ? float(real_rows * g.window[2]) : padded_divisor;
+      if (walk.vectors <= 2) {  // rows of one or two vectors: several rows a block
+        const size_t most = size_t(kPoolRowVectors / walk.vectors);
+        size_t n = 1;
+        while (n < most && r + n < row_count && rows[r + n].rows_d == row.rows_d && rows[r + n].rows_h == row.rows_h) {
+          ++n;
+        }
+        const float* first = plane + lane0;
+        switch (walk.vectors * 8 + int64_t(n)) {
+          case 9: whole_rows<F, Max, Stride, 1, 1>(g, walk, &row, first, y_plane, divisor); break;
+          case 10: whole_rows<F, Max, Stride, 2, 1>(g, walk, &row, first, y_plane, divisor); break;
+          case 11: whole_rows<F, Max, Stride, 3, 1>(g, walk, &row, first, y_plane, divisor); break;
+          case 12: whole_rows<F, Max, Stride, 4, 1>(g, walk, &row, first, y_plane, divisor); break;
+          case 17: whole_rows<F, Max, Stride, 1, 2>(g, walk, &row, first, y_plane, divisor); break;
+          default: whole_rows<F, Max, Stride, 2, 2>(g, walk, &row, first, y_plane, divisor); break;
+        }
+        r += n;
+        continue;
+      }
+      const float* first = plane + row.first_row * walk.pitch + lane0;
+      float* y_row = y_plane + row.y;
+      for (int64_t k = 0; k < walk.vectors; k += kPoolRowVectors) {
+        switch (std::min<int64_t>(kPoolRowVectors, walk.vectors - k)) {
+          case 1: vectors_of_row<F, Max, Stride, 1>(g, walk, row, first, k, y_row, divisor); break;
+          case 2: vectors_of_row<F, Max, Stride, 2>(g, walk, row, first, k, y_row, divisor); break;
+          case 3: vectors_of_row<F, Max, Stride, 3>(g, walk, row, first, k, y_row, divisor); break;
+          default: vectors_of_row<F, Max, Stride, 4>(g, walk, row, first, k, y_row, divisor); break;
+        }
+      }
+      ++r;
     }
   }
   F::leave();
 }
 
 template <typename F>
-void run_pool_nchw_interior(const PoolGeometry& g, PoolOp op, const float* plane, int64_t first, int64_t count,
-                            float* y_plane) {
+void run_pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk,
+                           const std::vector<NchwPoolRow>& rows, const float* x, float* y, int64_t first_plane,
+                           int64_t end_plane, float* padded) {
   const bool max = op == PoolOp::Max;
   if (g.stride[2] == 1) {
-    (max ? nchw_interior<F, true, 1> : nchw_interior<F, false, 1>)(g, plane, first, count, y_plane);
+    (max ? forward_planes<F, true, 1> : forward_planes<F, false, 1>)(g, walk, rows, x, y, first_plane, end_plane, padded);
   } else {
-    (max ? nchw_interior<F, true, 2> : nchw_interior<F, false, 2>)(g, plane, first, count, y_plane);
+    (max ? forward_planes<F, true, 2> : forward_planes<F, false, 2>)(g, walk, rows, x, y, first_plane, end_plane, padded);
   }
 }
 

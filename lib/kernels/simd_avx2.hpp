@@ -52,12 +52,15 @@ struct Avx2Floats {
   }
   static Vec set1(float v) { return _mm256_set1_ps(v); }
   static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
+  static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
   // (v > acc) ? v : acc, lane by lane: a running maximum that NaN never enters and whose first of
   // equal values (+0 and -0) stays.
   static Vec max_so_far(Vec acc, Vec v) { return _mm256_max_ps(v, acc); }
   static Mask is_number(Vec v) { return _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q)); }
   static Mask equal(Vec a, Vec b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)); }
   static Mask either(Mask a, Mask b) { return _mm256_or_si256(a, b); }
+  static Mask both(Mask a, Mask b) { return _mm256_and_si256(a, b); }
+  static bool any(Mask m) { return !_mm256_testz_si256(m, m); }
   static Mask first_not_second(Mask a, Mask b) { return _mm256_andnot_si256(b, a); }
   static Vec select(Mask m, Vec a, Vec b) { return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m)); }  // m ? a : b
   // a + b in the lanes of m, a (untouched, even -0) in the others.

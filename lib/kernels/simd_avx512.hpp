@@ -50,12 +50,15 @@ struct Avx512Floats {
   }
   static Vec set1(float v) { return _mm512_set1_ps(v); }
   static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
+  static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
   // (v > acc) ? v : acc, lane by lane: a running maximum that NaN never enters and whose first of
   // equal values (+0 and -0) stays.
   static Vec max_so_far(Vec acc, Vec v) { return _mm512_maskz_max_ps(all_lanes(), v, acc); }
   static Mask is_number(Vec v) { return _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q); }
   static Mask equal(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
   static Mask either(Mask a, Mask b) { return _kor_mask16(a, b); }
+  static Mask both(Mask a, Mask b) { return _kand_mask16(a, b); }
+  static bool any(Mask m) { return m != 0; }
   static Mask first_not_second(Mask a, Mask b) { return _kandn_mask16(b, a); }
   static Vec select(Mask m, Vec a, Vec b) { return _mm512_mask_blend_ps(m, b, a); }  // m ? a : b
   // a + b in the lanes of m, a (untouched, even -0) in the others.

@@ -266,7 +266,7 @@ void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_
 }
 
 bool nchw_pool_forward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op) {
-  return nchw_pool_backward_runs_as_nhwc(g, params, op) && !pool_forward_rows_fill_vectors(g, op);
+  return nchw_pool_backward_runs_as_nhwc(g, params, op) && !nchw_pool_forward_beats_twin(g, op);
 }
 
 void pool_forward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,

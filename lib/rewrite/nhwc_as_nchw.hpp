@@ -67,7 +67,7 @@ void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_p
 // lanes) on transposed copies of x, y and dy, dx transposed back; each window is routed or shared
 // and each dx element summed in output order as on the NCHW path, so the bits are its.
 bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op);
-// And forward, unless every output row is whole vectors of the NCHW kernel: x transposed, y
+// And forward, unless the NCHW vector kernel beats it (W stride 2, rows of a vector or more): x transposed, y
 // transposed back (each output's taps in the same order: the same bits). compiled: the twin's
 // compiled row kernel, or null.
 bool nchw_pool_forward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op);

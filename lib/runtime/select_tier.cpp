@@ -9,10 +9,10 @@
 namespace convjit::detail {
 namespace {
 
-// NCHW max or mean pooling forward (code) that keeps tier 0's NCHW rows on every tier.
+// NCHW max or mean pooling forward (code) that keeps tier 0's NCHW kernel on every tier.
 bool nchw_pool_forward_stays_on_tier0_rows(const PoolGeometry& g, int32_t code, PoolOp op) {
   const bool forward = code == CONVJIT_OP_MAXPOOL_FORWARD || code == CONVJIT_OP_MEANPOOL_FORWARD;
-  return forward && g.layout == Layout::NCHW && g.stride[2] == 2 && pool_forward_rows_fill_vectors(g, op);
+  return forward && g.layout == Layout::NCHW && nchw_pool_forward_beats_twin(g, op);
 }
 
 }  // namespace
@@ -59,9 +59,8 @@ bool pool_rows_op(int32_t code, PoolOp* op) {
 bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs) {
   PoolOp op;
   if (!pool_rows_op(c.op, &op) || !make_pool_geometry(c.pool, runs).ok()) return false;
-  // The twin wherever it can run, but forward where every NCHW row is whole vectors of tier 0's
-  // NCHW kernel at W stride 2: there its rows beat the twin's compiled rows and layout copies; at
-  // stride 1 they do not always (bench/RESULTS.md, "Session 12").
+  // The twin wherever it can run, but forward where tier 0's NCHW vector kernel beats the twin's
+  // compiled rows and layout copies (bench/RESULTS.md, "Session 18").
   if (!nchw_pool_forward_stays_on_tier0_rows(*runs, c.op, op) && nchw_pool_backward_runs_as_nhwc(*runs, c.pool, op)) {
     *runs = pool_nhwc_twin(c.pool);
   }
@@ -72,7 +71,7 @@ std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const ji
                                       const jit::SpecKey& key) {
   if (g.layout != Layout::NHWC) {
     if (nchw_pool_forward_stays_on_tier0_rows(g, key.op, op)) {
-      return "NCHW forward rows of whole vectors at W stride 2: tier 0's NCHW kernel";
+      return "NCHW forward at W stride 2 on rows of a vector or more: tier 0's NCHW vector kernel";
     }
     return "NCHW without an NHWC twin (too large to copy, or no vector kernel)";
   }

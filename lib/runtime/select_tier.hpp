@@ -38,7 +38,7 @@ bool pool_rows_op(int32_t code, PoolOp* op);
 
 // The NHWC problem whose compiled pooling rows run configuration c (max or mean pooling, forward
 // or backward: itself, or the NHWC twin of an NCHW problem; forward runs as the twin once the rows
-// arrive, but where tier 0's NCHW rows are whole vectors at W stride 2; backward always does where
+// arrive, but where tier 0's NCHW vector kernel beats it (W stride 2, rows of a vector or more); backward always does where
 // it can); false when c is no such op or invalid.
 bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs);
 

@@ -224,26 +224,31 @@ TEST(PoolNhwcKernels, EveryIsaGivesTheContractsBits) {
   if (!jit::host_has(jit::Isa::Avx512)) std::printf("note: this host lacks AVX-512; its kernels were not run\n");
 }
 
-struct NchwInterior {
+struct NchwForward {
   const char* name;
   jit::Isa isa;
-  void (*run)(const PoolGeometry&, PoolOp, const float*, int64_t, int64_t, float*);
+  int64_t lanes;
+  bool (*supported)(const PoolGeometry&, PoolOp);
+  void (*run)(const PoolGeometry&, PoolOp, const detail::NchwPoolWalk&, const std::vector<detail::NchwPoolRow>&,
+              const float*, float*, int64_t, int64_t, float*);
 };
 
-const NchwInterior kNchwIsas[] = {
-    {"avx2", jit::Isa::Avx2Fma, detail::avx2::pool_nchw_interior},
-    {"avx512", jit::Isa::Avx512, detail::avx512::pool_nchw_interior},
+const NchwForward kNchwIsas[] = {
+    {"avx2", jit::Isa::Avx2Fma, detail::avx2::kPoolNchwLanes, detail::avx2::pool_nchw_supported,
+     detail::avx2::pool_nchw_forward},
+    {"avx512", jit::Isa::Avx512, detail::avx512::kPoolNchwLanes, detail::avx512::pool_nchw_supported,
+     detail::avx512::pool_nchw_forward},
 };
 
 // NCHW forward: the driver (with the widest kernel the host has) over whole problems, and each
-// ISA's interior kernel, a plane at a time, over the outputs of every row whose W taps are all
-// real (whole vectors and a masked tail; the rest of y untouched).
+// ISA's kernel over a range of planes (read in place or as padded rows, edge vectors, tails, rows
+// wholly in the padding; the planes outside the range untouched).
 TEST(PoolNchwKernels, EveryIsaGivesTheContractsBits) {
-  int ran = 0;
+  int ran = 0, in_place = 0, padded = 0;
   Rng rng(0x9002);
-  for (int i = 0; i < 90; ++i) {
+  for (int i = 0; i < 120; ++i) {
     PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NCHW);
-    d.in_size[size_t(d.rank - 1)] += 40;  // rows long enough for whole vectors
+    d.in_size[size_t(d.rank - 1)] += 40 * (i % 4);  // short rows (edge vectors only) and long ones
     d.stride[size_t(d.rank - 1)] = 1 + i % 2;
     d.exclude_padding = i % 5 == 0;
     detail::PoolGeometry g;
@@ -255,35 +260,55 @@ TEST(PoolNchwKernels, EveryIsaGivesTheContractsBits) {
       std::vector<float> y = nan_buffer(int64_t(want.size()));
       detail::run_pool_forward(op, g, 1, 0.0f, x.data(), y.data());
       EXPECT_TRUE(bitwise_equal("y (driver)", y, want, pool_output_shape(d), context));
-      // Outputs ow whose W taps are all real: ow * s - pad >= 0 and ow * s - pad + reach < in.
-      const int64_t s = g.stride[2], reach = (g.window[2] - 1) * g.dilation[2];
-      const int64_t begin = (g.pad_begin[2] + s - 1) / s;
-      const int64_t end = std::max<int64_t>(begin, (g.in[2] - 1 - reach + g.pad_begin[2]) / s + 1);
-      const int64_t count = std::max<int64_t>(0, std::min(end, g.out[2]) - begin - i % 3);  // tails of every length
-      if (count == 0) continue;
-      for (const NchwInterior& k : kNchwIsas) {
-        if (!jit::host_has(k.isa)) continue;
+      const int64_t planes = g.batch * g.channels, plane_size = int64_t(want.size()) / planes;
+      const int64_t first = planes > 1 ? 1 : 0, end = planes;  // plane 0 left alone where there are others
+      for (const NchwForward& k : kNchwIsas) {
+        if (!jit::host_has(k.isa) || !k.supported(g, op)) continue;
+        detail::NchwPoolWalk walk;
+        ASSERT_TRUE(detail::make_nchw_pool_walk(g, k.lanes, &walk)) << context;  // W stride 1 or 2, small
         SCOPED_TRACE(std::string(k.name) + " " + context);
-        std::vector<float> rows = nan_buffer(int64_t(want.size()));
-        for (int64_t n = 0; n < g.batch; ++n)
-          for (int64_t c = 0; c < g.channels; ++c) {
-            const int64_t plane = n * g.y.batch + c * g.y.channel;
-            k.run(g, op, x.data() + n * g.x.batch + c * g.x.channel, begin, count, rows.data() + plane);
-          }
+        std::vector<float> got = nan_buffer(int64_t(want.size()));
+        std::vector<float> scratch(size_t(walk.padded_floats));
+        k.run(g, op, walk, detail::nchw_pool_rows(g), x.data(), got.data(), first, end, scratch.data());
         for (size_t at = 0; at < want.size(); ++at) {
-          const int64_t ow = int64_t(at) % g.out[2];
-          if (ow >= begin && ow < begin + count) {
-            EXPECT_EQ(std::memcmp(&rows[at], &want[at], sizeof(float)), 0)
-                << "output " << at << ": " << rows[at] << " vs " << want[at];
+          if (int64_t(at) / plane_size >= first) {
+            EXPECT_EQ(std::memcmp(&got[at], &want[at], sizeof(float)), 0)
+                << "output " << at << ": " << got[at] << " vs " << want[at];
           } else {
-            EXPECT_TRUE(std::isnan(rows[at])) << "output " << at << " outside the run was written";
+            EXPECT_TRUE(std::isnan(got[at])) << "output " << at << " outside the planes was written";
           }
         }
+        ++(walk.padded_floats > 0 ? padded : in_place);
         ++ran;
       }
     }
   }
   if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: only the portable path was compared";
+  EXPECT_GT(padded, 0) << "no problem read padded rows";
+  EXPECT_GT(in_place, 0) << "no problem read its planes in place";
+}
+
+// Windows whose max is -inf or NaN in some lanes: inner vectors form them again tracking numbers.
+TEST(PoolNchwKernels, AMaxOfOnlyNanOrMinusInfinityKeepsTheContract) {
+  PoolDims d;
+  d.rank = 2;
+  d.batch = 1;
+  d.channels = 2;
+  d.in_size = {4, 70};
+  d.window = {2, 2};
+  d.stride = {2, 2};
+  d.layout = Layout::NCHW;
+  detail::PoolGeometry g;
+  ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok());
+  std::vector<float> x(size_t(ref::pool_input_elements(d)), 1.0f);
+  for (int64_t w = 0; w < 70; w += 7) x[size_t(w)] = x[size_t(70 + w)] = x[size_t(w + 1)] = x[size_t(71 + w)] = NAN;
+  for (int64_t w = 16; w < 20; ++w) x[size_t(140 + w)] = x[size_t(210 + w)] = -INFINITY;
+  const std::vector<float> want = contract_forward(d, PoolOp::Max, x);
+  std::vector<float> y = nan_buffer(int64_t(want.size()));
+  detail::run_pool_forward(PoolOp::Max, g, 1, 0.0f, x.data(), y.data());
+  EXPECT_TRUE(bitwise_equal("y", y, want, pool_output_shape(d), "NaN and -inf windows"));
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[size_t(35 + 8)], -INFINITY);
 }
 
 }  // namespace
