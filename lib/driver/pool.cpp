@@ -61,7 +61,7 @@ NhwcBackward nhwc_backward_kernel(const PoolGeometry& g, PoolOp op) {
 // The ISA kernel of NCHW max and mean pooling forward (pool_nchw.hpp) and its walk along W; none:
 // a null run.
 struct NchwForward {
-  void (*run)(const PoolGeometry&, PoolOp, const NchwPoolWalk&, const std::vector<NchwPoolRow>&, const float*, float*,
+  void (*run)(const PoolGeometry&, PoolOp, const NchwPoolWalk&, const NchwPoolRow*, int64_t, const float*, float*,
               int64_t, int64_t, float*) = nullptr;
   NchwPoolWalk walk;
 };
@@ -265,16 +265,15 @@ void forward(const PoolGeometry& g, int threads, float p, const float* x, float*
     if (kernel.run) {
       const std::vector<NchwPoolRow> rows = nchw_pool_rows(g);
       const int64_t planes = g.batch * g.channels;
-      const double taps = double(g.out[0] * g.out[1] * g.out[2]) * double(g.window[0]) * double(g.window[1]) *
-                          double(g.window[2]);
-      parallel_for(threads, (planes + kNchwChannelBlock - 1) / kNchwChannelBlock, taps * double(planes),
-                   [&](int64_t task) {
-                     const int64_t first = task * kNchwChannelBlock;
-                     float* padded =
-                         kernel.walk.padded_floats > 0 ? thread_scratch(size_t(kernel.walk.padded_floats)) : nullptr;
-                     kernel.run(g, Op, kernel.walk, rows, x, y, first, std::min(planes, first + kNchwChannelBlock),
-                                padded);
-                   });
+      const double taps =
+          double(g.out[0] * g.out[1] * g.out[2]) * double(g.window[0]) * double(g.window[1]) * double(g.window[2]);
+      parallel_for(
+          threads, (planes + kNchwChannelBlock - 1) / kNchwChannelBlock, taps * double(planes), [&](int64_t task) {
+            const int64_t first = task * kNchwChannelBlock;
+            float* padded = kernel.walk.padded_floats > 0 ? thread_scratch(size_t(kernel.walk.padded_floats)) : nullptr;
+            kernel.run(g, Op, kernel.walk, rows.data(), int64_t(rows.size()), x, y, first,
+                       std::min(planes, first + kNchwChannelBlock), padded);
+          });
       return;
     }
     const ChannelBlocks blocks = channel_blocks(g);

@@ -25,7 +25,7 @@ struct NchwPoolWalk {
   static constexpr int kMaxLanes = 16;
   int64_t lanes = 0, vectors = 0, whole_begin = 0, whole_end = 0;
   int64_t pitch = 0, lead = 0, padded_floats = 0;  // padded_floats 0: read in place
-  int64_t step_d = 0, step_h = 0;                   // input rows between a window's rows along D and H
+  int64_t step_d = 0, step_h = 0;                  // input rows between a window's rows along D and H
   float edge_taps[kMaxEdgeVectors][kMaxLanes] = {};
 
   bool is_edge(int64_t k) const { return k < whole_begin || k >= whole_end; }
@@ -51,15 +51,17 @@ inline constexpr int64_t kPoolNchwLanes = 8;
 bool pool_nchw_supported(const PoolGeometry& g, PoolOp op);
 // Every output of planes [first_plane, end_plane) (plane p: image p / C, channel p % C); padded:
 // walk.padded_floats of scratch, or null when that is 0.
-void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const std::vector<NchwPoolRow>& rows,
-                       const float* x, float* y, int64_t first_plane, int64_t end_plane, float* padded);
+void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
+                       int64_t row_count, const float* x, float* y, int64_t first_plane, int64_t end_plane,
+                       float* padded);
 }  // namespace avx2
 
 namespace avx512 {
 inline constexpr int64_t kPoolNchwLanes = 16;
 bool pool_nchw_supported(const PoolGeometry& g, PoolOp op);
-void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const std::vector<NchwPoolRow>& rows,
-                       const float* x, float* y, int64_t first_plane, int64_t end_plane, float* padded);
+void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
+                       int64_t row_count, const float* x, float* y, int64_t first_plane, int64_t end_plane,
+                       float* padded);
 }  // namespace avx512
 
 }  // namespace convjit::detail

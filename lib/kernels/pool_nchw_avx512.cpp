@@ -9,9 +9,10 @@ bool pool_nchw_supported(const PoolGeometry& g, PoolOp op) {
          process_isa_cap() >= jit::Isa::Avx512;
 }
 
-void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const std::vector<NchwPoolRow>& rows,
-                       const float* x, float* y, int64_t first_plane, int64_t end_plane, float* padded) {
-  run_pool_nchw_forward<Avx512Floats>(g, op, walk, rows, x, y, first_plane, end_plane, padded);
+void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
+                       int64_t row_count, const float* x, float* y, int64_t first_plane, int64_t end_plane,
+                       float* padded) {
+  run_pool_nchw_forward<Avx512Floats>(g, op, walk, rows, row_count, x, y, first_plane, end_plane, padded);
 }
 
 }  // namespace convjit::detail::avx512

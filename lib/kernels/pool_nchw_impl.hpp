@@ -6,7 +6,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include "pool_lanes.hpp"
 #include "pool_nchw.hpp"
@@ -14,12 +13,13 @@
 namespace convjit::detail {
 namespace {
 
-// Vectors of a row formed at once.
+// Output vectors formed at once: their independent chains hide each other's latency, and the loop
+// over the window's taps runs once for all of them.
 constexpr int kPoolRowVectors = 4;
 
-// A block of up to kPoolRowVectors output vectors with the same window rows: vectors of one output
-// row, or the one vector of consecutive rows; for each, its lane 0's first tap, its outputs and
-// its index along the row (edge and tail).
+// A block of up to kPoolRowVectors output vectors with the same real window rows: vectors of one
+// output row, or every vector (one or two) of consecutive rows; for each, its lane 0's first tap,
+// its outputs and its index along the row (edge and tail).
 template <int Vecs>
 struct VectorBlock {
   const float* first[Vecs];
@@ -164,11 +164,10 @@ inline __attribute__((always_inline)) void vectors_of_row(const PoolGeometry& g,
 // Blocks of one output row's vectors, or of every vector (one or two) of consecutive output rows
 // whose windows have the same real rows.
 template <typename F, bool Max, int Stride>
-void forward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const std::vector<NchwPoolRow>& rows,
+void forward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const NchwPoolRow* rows, int64_t row_count,
                     const float* x, float* y, int64_t first_plane, int64_t end_plane, float* padded) {
   const float padded_divisor = float(double(g.window[0]) * double(g.window[1]) * double(g.window[2]));
   const int64_t lane0 = walk.lead - g.pad_begin[2];  // lane 0's tap 0 of output 0 in a read row
-  const size_t row_count = rows.size();
   for (int64_t p = first_plane; p < end_plane; ++p) {
     const float* plane = x + p * g.x.channel;
     float* y_plane = y + p * g.y.channel;
@@ -176,7 +175,7 @@ void forward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const std::
       pad_rows<F>(g, walk, plane, Max ? NAN : 0.0f, padded);
       plane = padded;
     }
-    for (size_t r = 0; r < row_count;) {
+    for (int64_t r = 0; r < row_count;) {
       const NchwPoolRow& row = rows[r];
       const int64_t real_rows = row.rows_d * row.rows_h;
       if (real_rows == 0) {  // the window wholly in the padding along D or H
@@ -186,13 +185,13 @@ void forward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const std::
       }
       const float divisor = g.exclude_padding ? float(real_rows * g.window[2]) : padded_divisor;
       if (walk.vectors <= 2) {  // rows of one or two vectors: several rows a block
-        const size_t most = size_t(kPoolRowVectors / walk.vectors);
-        size_t n = 1;
+        const int64_t most = kPoolRowVectors / walk.vectors;
+        int64_t n = 1;
         while (n < most && r + n < row_count && rows[r + n].rows_d == row.rows_d && rows[r + n].rows_h == row.rows_h) {
           ++n;
         }
         const float* first = plane + lane0;
-        switch (walk.vectors * 8 + int64_t(n)) {
+        switch (walk.vectors * 8 + n) {
           case 9: whole_rows<F, Max, Stride, 1, 1>(g, walk, &row, first, y_plane, divisor); break;
           case 10: whole_rows<F, Max, Stride, 2, 1>(g, walk, &row, first, y_plane, divisor); break;
           case 11: whole_rows<F, Max, Stride, 3, 1>(g, walk, &row, first, y_plane, divisor); break;
@@ -220,14 +219,16 @@ void forward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const std::
 }
 
 template <typename F>
-void run_pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk,
-                           const std::vector<NchwPoolRow>& rows, const float* x, float* y, int64_t first_plane,
-                           int64_t end_plane, float* padded) {
+void run_pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
+                           int64_t row_count, const float* x, float* y, int64_t first_plane, int64_t end_plane,
+                           float* padded) {
   const bool max = op == PoolOp::Max;
   if (g.stride[2] == 1) {
-    (max ? forward_planes<F, true, 1> : forward_planes<F, false, 1>)(g, walk, rows, x, y, first_plane, end_plane, padded);
+    (max ? forward_planes<F, true, 1> : forward_planes<F, false, 1>)(g, walk, rows, row_count, x, y, first_plane,
+                                                                     end_plane, padded);
   } else {
-    (max ? forward_planes<F, true, 2> : forward_planes<F, false, 2>)(g, walk, rows, x, y, first_plane, end_plane, padded);
+    (max ? forward_planes<F, true, 2> : forward_planes<F, false, 2>)(g, walk, rows, row_count, x, y, first_plane,
+                                                                     end_plane, padded);
   }
 }
 

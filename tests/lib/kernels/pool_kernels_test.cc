@@ -229,7 +229,7 @@ struct NchwForward {
   jit::Isa isa;
   int64_t lanes;
   bool (*supported)(const PoolGeometry&, PoolOp);
-  void (*run)(const PoolGeometry&, PoolOp, const detail::NchwPoolWalk&, const std::vector<detail::NchwPoolRow>&,
+  void (*run)(const PoolGeometry&, PoolOp, const detail::NchwPoolWalk&, const detail::NchwPoolRow*, int64_t,
               const float*, float*, int64_t, int64_t, float*);
 };
 
@@ -269,7 +269,8 @@ TEST(PoolNchwKernels, EveryIsaGivesTheContractsBits) {
         SCOPED_TRACE(std::string(k.name) + " " + context);
         std::vector<float> got = nan_buffer(int64_t(want.size()));
         std::vector<float> scratch(size_t(walk.padded_floats));
-        k.run(g, op, walk, detail::nchw_pool_rows(g), x.data(), got.data(), first, end, scratch.data());
+        const std::vector<detail::NchwPoolRow> rows = detail::nchw_pool_rows(g);
+        k.run(g, op, walk, rows.data(), int64_t(rows.size()), x.data(), got.data(), first, end, scratch.data());
         for (size_t at = 0; at < want.size(); ++at) {
           if (int64_t(at) / plane_size >= first) {
             EXPECT_EQ(std::memcmp(&got[at], &want[at], sizeof(float)), 0)
