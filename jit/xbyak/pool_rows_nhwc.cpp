@@ -23,10 +23,13 @@ alignas(4) const float kMinusInfinityThenNan[2] = {-INFINITY, NAN};
 // block of the vectors left, its last under a lane mask):
 //   for each output o of the run:
 //     forward:
-//       acc = max ? -inf : 0 (and "a number was met" = none)
+//       acc = max ? -inf : 0
 //       for each tap t of the window, row-major: v = x[o's window + t]
-//         max: met |= v is a number; acc = (v > acc) ? v : acc      mean: acc = acc + v
-//       y[o] = max ? (met ? acc : NaN) : acc / divisor
+//         max: acc = (v > acc) ? v : acc      mean: acc = acc + v
+//       max, where a lane of the block stayed -inf (its window all NaN or -inf), again:
+//         acc = -inf, met = none; for each tap: met |= v is a number; acc = (v > acc) ? v : acc
+//         acc = met ? acc : NaN
+//       y[o] = max ? acc : acc / divisor
 //     backward:
 //       g = dy[o] (mean: g / divisor); max: routed = none
 //       for each tap t of the window, row-major:
@@ -174,10 +177,23 @@ class Generator : public CodeGenerator {
       emit_taps([&](int v) { emit_backward_tap(v, masked_last && v == vectors - 1); }, vectors);
       add(reg_dx, local(kXStep));
       add(reg_dy, local(kYStep));
+    } else if (plan_.max) {
+      // Untracked first: where no lane stayed -inf, some number was met in every lane (masked
+      // lanes load zeros) and acc is the result; else the output is formed again tracking numbers.
+      Label formed;
+      emit_start(vectors, false);
+      emit_taps([&](int v) { emit_forward_tap(v, masked_last && v == vectors - 1, false); }, vectors);
+      emit_jump_unless_minus_infinity(vectors, formed);
+      emit_start(vectors, true);
+      emit_taps([&](int v) { emit_forward_tap(v, masked_last && v == vectors - 1, true); }, vectors);
+      emit_numbers_or_nan(vectors);
+      L(formed);
+      emit_store_results(vectors, masked_last);
     } else {
-      emit_start(vectors);
-      emit_taps([&](int v) { emit_forward_tap(v, masked_last && v == vectors - 1); }, vectors);
-      emit_result_and_store(vectors, masked_last);
+      emit_start(vectors, false);
+      emit_taps([&](int v) { emit_forward_tap(v, masked_last && v == vectors - 1, false); }, vectors);
+      for (int v = 0; v < vectors; ++v) vdivps(acc(v), acc(v), divisor());
+      emit_store_results(vectors, masked_last);
     }
     add(reg_x, local(kXStep));
     add(reg_y, local(kYStep));
@@ -212,13 +228,14 @@ class Generator : public CodeGenerator {
     emit_vector_store(*this, plan_.isa, {k_lanes, lane_mask()}, at, from, masked);
   }
 
-  void emit_start(int vectors) {
+  void emit_start(int vectors, bool tracks_numbers) {
     for (int v = 0; v < vectors; ++v) {
       if (!plan_.max) {
         vxorps(acc(v), acc(v), acc(v));
         continue;
       }
       vmovaps(acc(v), minus_infinity());
+      if (!tracks_numbers) continue;
       if (plan_.isa.opmask)
         kxorw(lane_flags(v), lane_flags(v), lane_flags(v));
       else
@@ -226,30 +243,54 @@ class Generator : public CodeGenerator {
     }
   }
 
-  void emit_forward_tap(int v, bool masked) {
+  void emit_forward_tap(int v, bool masked, bool tracks_numbers) {
     emit_load(value(), ptr[reg_x + reg_tap + vector_bytes_ * v], masked);
     if (!plan_.max) {
       vaddps(acc(v), acc(v), value());
       return;
     }
-    if (plan_.isa.opmask) {
-      vcmpps(k_compare, value(), value(), 7);  // ordered: not NaN
-      korw(lane_flags(v), lane_flags(v), k_compare);
-    } else {
-      vcmpps(is_number(), value(), value(), 7);
-      vorps(met(v), met(v), is_number());
+    if (tracks_numbers) {
+      if (plan_.isa.opmask) {
+        vcmpps(k_compare, value(), value(), 7);  // ordered: not NaN
+        korw(lane_flags(v), lane_flags(v), k_compare);
+      } else {
+        vcmpps(is_number(), value(), value(), 7);
+        vorps(met(v), met(v), is_number());
+      }
     }
     vmaxps(acc(v), value(), acc(v));  // (value > acc) ? value : acc: NaN never enters
   }
 
-  void emit_result_and_store(int vectors, bool masked_last) {
+  // To `formed` when no lane of the block's accumulators is -inf (the untracked pass's flags are
+  // free: AVX-512's k1.., AVX2's "met" vectors).
+  void emit_jump_unless_minus_infinity(int vectors, const Label& formed) {
     for (int v = 0; v < vectors; ++v) {
-      if (!plan_.max)
-        vdivps(acc(v), acc(v), divisor());
-      else if (plan_.isa.opmask)
+      if (plan_.isa.opmask) {
+        vcmpps(lane_flags(v), acc(v), minus_infinity(), 0);  // equal, ordered
+        if (v > 0) korw(lane_flags(0), lane_flags(0), lane_flags(v));
+      } else {
+        vcmpps(met(v), acc(v), minus_infinity(), 0);
+        if (v > 0) vorps(met(0), met(0), met(v));
+      }
+    }
+    if (plan_.isa.opmask)
+      kortestw(lane_flags(0), lane_flags(0));
+    else
+      vtestps(met(0), met(0));
+    jz(formed, T_NEAR);
+  }
+
+  void emit_numbers_or_nan(int vectors) {
+    for (int v = 0; v < vectors; ++v) {
+      if (plan_.isa.opmask)
         vblendmps(acc(v) | lane_flags(v), nan(), acc(v));  // met ? acc : NaN
       else
         vblendvps(acc(v), nan(), acc(v), met(v));
+    }
+  }
+
+  void emit_store_results(int vectors, bool masked_last) {
+    for (int v = 0; v < vectors; ++v) {
       emit_store(ptr[reg_y + vector_bytes_ * v], acc(v), masked_last && v == vectors - 1);
     }
   }
@@ -339,9 +380,11 @@ PoolPlan plan_pool_nhwc(const SpecKey& key) {
   plan.block_vectors = kBlockVectors;
   plan.vector_registers_used = 16;  // lane_mask() is the last
   // Per tap, the five emitted blocks (full, and tails of 1..4 vectors) handle 14 vectors, each in
-  // at most 4 (forward) or 8 (backward) instructions of 12 bytes, and step one offset.
-  const size_t instructions_per_vector = plan.backward ? 8 : 4;
-  plan.code_bytes = kFrameCodeBytes + size_t(plan.taps) * (14 * instructions_per_vector * 12 + 5 * 8);
+  // at most 4 (forward: 2 untracked, then 4 tracking numbers for a max) or 8 (backward)
+  // instructions of 12 bytes, and step one offset per pass.
+  const size_t passes = plan.max && !plan.backward ? 2 : 1;
+  const size_t instructions_per_vector = plan.backward ? 8 : plan.max ? 6 : 4;
+  plan.code_bytes = kFrameCodeBytes + size_t(plan.taps) * (14 * instructions_per_vector * 12 + passes * 5 * 8);
   return plan;
 }
 
