@@ -48,5 +48,10 @@ bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op);
 // than as its NHWC twin: W stride 2 and rows of a vector or more, as measured (bench/RESULTS.md,
 // "Session 18"; at stride 1 and on shorter rows the twin's channels in lanes won).
 bool nchw_pool_forward_beats_twin(const PoolGeometry& g, PoolOp op);
+// And backward: where 2-tap windows tile x in place (each dx element written once), or with at
+// most 8 channels (the twin's lanes half empty) at W stride 2 on rows of a vector or more; where
+// windows overlap, the kernel's read-add-write of dx per tap lost to the twin (bench/RESULTS.md,
+// "Session 18").
+bool nchw_pool_backward_beats_twin(const PoolGeometry& g, PoolOp op);
 
 }  // namespace convjit::detail

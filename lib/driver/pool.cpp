@@ -58,26 +58,45 @@ NhwcBackward nhwc_backward_kernel(const PoolGeometry& g, PoolOp op) {
   return nullptr;
 }
 
-// The ISA kernel of NCHW max and mean pooling forward (pool_nchw.hpp) and its walk along W; none:
-// a null run.
-struct NchwForward {
-  void (*run)(const PoolGeometry&, PoolOp, const NchwPoolWalk&, const NchwPoolRow*, int64_t, const float*, float*,
-              int64_t, int64_t, float*) = nullptr;
+// The ISA kernels of NCHW max and mean pooling (pool_nchw.hpp) and their walk along W; none: null
+// functions (backward also where a max's window has more taps than it routes).
+struct NchwKernels {
+  void (*forward)(const PoolGeometry&, PoolOp, const NchwPoolWalk&, const NchwPoolRow*, int64_t, const float*, float*,
+                  int64_t, int64_t, float*) = nullptr;
+  void (*backward)(const PoolGeometry&, PoolOp, const NchwPoolWalk&, const NchwPoolRow*, int64_t, const float*,
+                   const float*, const float*, float*, int64_t, int64_t, float*) = nullptr;
   NchwPoolWalk walk;
 };
 
-NchwForward nchw_forward_kernel(const PoolGeometry& g, PoolOp op) {
-  NchwForward k;
+NchwKernels nchw_kernels(const PoolGeometry& g, PoolOp op) {
+  NchwKernels k;
 #if defined(__x86_64__)
   if (avx512::pool_nchw_supported(g, op) && make_nchw_pool_walk(g, avx512::kPoolNchwLanes, &k.walk)) {
-    k.run = avx512::pool_nchw_forward;
+    k.forward = avx512::pool_nchw_forward;
+    k.backward = avx512::pool_nchw_backward;
   } else if (avx2::pool_nchw_supported(g, op) && make_nchw_pool_walk(g, avx2::kPoolNchwLanes, &k.walk)) {
-    k.run = avx2::pool_nchw_forward;
+    k.forward = avx2::pool_nchw_forward;
+    k.backward = avx2::pool_nchw_backward;
   }
+  if (op == PoolOp::Max && g.window[0] * g.window[1] * g.window[2] > kPoolNchwMaxRoutedTaps) k.backward = nullptr;
 #endif
   (void)g;
   (void)op;
   return k;
+}
+
+// Planes in tasks of kNchwChannelBlock: run(first plane, end plane, this thread's scratch of
+// `scratch_floats`, or null).
+template <typename Run>
+void for_plane_blocks(const PoolGeometry& g, int threads, int64_t scratch_floats, Run&& run) {
+  const int64_t planes = g.batch * g.channels;
+  const double taps =
+      double(g.out[0] * g.out[1] * g.out[2]) * double(g.window[0]) * double(g.window[1]) * double(g.window[2]);
+  parallel_for(threads, (planes + kNchwChannelBlock - 1) / kNchwChannelBlock, taps * double(planes), [&](int64_t task) {
+    const int64_t first = task * kNchwChannelBlock;
+    run(first, std::min(planes, first + kNchwChannelBlock),
+        scratch_floats > 0 ? thread_scratch(size_t(scratch_floats)) : nullptr);
+  });
 }
 
 // Per task: body.begin(n, c0, c1), then body.whole_task(n, c0, c1) (true: an ISA kernel ran the
@@ -261,19 +280,12 @@ struct NchwForwardPlanes {
 template <PoolOp Op>
 void forward(const PoolGeometry& g, int threads, float p, const float* x, float* y, convjit_pool_row_fn compiled) {
   if (g.layout == Layout::NCHW) {
-    const NchwForward kernel = nchw_forward_kernel(g, Op);
-    if (kernel.run) {
+    const NchwKernels kernel = nchw_kernels(g, Op);
+    if (kernel.forward) {
       const std::vector<NchwPoolRow> rows = nchw_pool_rows(g);
-      const int64_t planes = g.batch * g.channels;
-      const double taps =
-          double(g.out[0] * g.out[1] * g.out[2]) * double(g.window[0]) * double(g.window[1]) * double(g.window[2]);
-      parallel_for(
-          threads, (planes + kNchwChannelBlock - 1) / kNchwChannelBlock, taps * double(planes), [&](int64_t task) {
-            const int64_t first = task * kNchwChannelBlock;
-            float* padded = kernel.walk.padded_floats > 0 ? thread_scratch(size_t(kernel.walk.padded_floats)) : nullptr;
-            kernel.run(g, Op, kernel.walk, rows.data(), int64_t(rows.size()), x, y, first,
-                       std::min(planes, first + kNchwChannelBlock), padded);
-          });
+      for_plane_blocks(g, threads, kernel.walk.padded_floats, [&](int64_t first, int64_t end, float* padded) {
+        kernel.forward(g, Op, kernel.walk, rows.data(), int64_t(rows.size()), x, y, first, end, padded);
+      });
       return;
     }
     const ChannelBlocks blocks = channel_blocks(g);
@@ -388,8 +400,15 @@ bool pool_runs_compiled_rows(const PoolGeometry& g, PoolOp op) {
 }
 
 bool nchw_pool_forward_beats_twin(const PoolGeometry& g, PoolOp op) {
-  const NchwForward kernel = nchw_forward_kernel(g, op);
-  return kernel.run != nullptr && g.stride[2] == 2 && g.out[2] >= kernel.walk.lanes;
+  const NchwKernels kernel = nchw_kernels(g, op);
+  return kernel.forward != nullptr && g.stride[2] == 2 && g.out[2] >= kernel.walk.lanes;
+}
+
+bool nchw_pool_backward_beats_twin(const PoolGeometry& g, PoolOp op) {
+  const NchwKernels kernel = nchw_kernels(g, op);
+  if (!kernel.backward) return false;
+  const bool few_channels = g.channels <= 8 && g.stride[2] == 2 && g.out[2] >= kernel.walk.lanes;
+  return nchw_pool_windows_tile_in_place(g, kernel.walk) || few_channels;
 }
 
 bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op) {
@@ -398,6 +417,14 @@ bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op) {
 
 void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, const float* y,
                        const float* dy, float* dx, convjit_pool_row_fn compiled) {
+  const NchwKernels kernel = g.layout == Layout::NCHW && op != PoolOp::LpNorm ? nchw_kernels(g, op) : NchwKernels{};
+  if (kernel.backward) {
+    const std::vector<NchwPoolRow> rows = nchw_pool_rows(g);
+    for_plane_blocks(g, threads, 2 * kernel.walk.padded_floats, [&](int64_t first, int64_t end, float* padded) {
+      kernel.backward(g, op, kernel.walk, rows.data(), int64_t(rows.size()), x, y, dy, dx, first, end, padded);
+    });
+    return;
+  }
   for_each_output(g, threads, BackwardBody{g, op, p, x, y, dy, dx, compiled});
 }
 

@@ -56,6 +56,13 @@ bool make_nchw_pool_walk(const PoolGeometry& g, int64_t lanes, NchwPoolWalk* wal
   return true;
 }
 
+bool nchw_pool_windows_tile_in_place(const PoolGeometry& g, const NchwPoolWalk& walk) {
+  for (int d = 0; d < 3; ++d) {
+    if (g.stride[d] != g.window[d] || g.dilation[d] != 1 || g.pad_begin[d] != 0) return false;
+  }
+  return g.window[2] == 2 && walk.padded_floats == 0;
+}
+
 std::vector<NchwPoolRow> nchw_pool_rows(const PoolGeometry& g) {
   std::vector<NchwPoolRow> rows;
   rows.reserve(size_t(g.out[0] * g.out[1]));

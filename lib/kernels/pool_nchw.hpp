@@ -1,4 +1,4 @@
-// Tier 0's NCHW max and mean pooling forward: a row's outputs fill the vector lanes (W stride 1:
+// Tier 0's NCHW max and mean pooling, forward and backward: a row's outputs fill the vector lanes (W stride 1:
 // one load per tap; 2: the even lanes of two loads, or two taps the even and the odd lanes of one
 // pair), each output's taps in row-major order, as every pooling path visits them, so the bits
 // are the scalar path's. Where some load would leave the input row (padding, the row's tail), the
@@ -44,7 +44,12 @@ struct NchwPoolRow {
 // float product).
 inline constexpr int64_t kMaxPaddedFloats = int64_t(1) << 20;
 bool make_nchw_pool_walk(const PoolGeometry& g, int64_t lanes, NchwPoolWalk* walk);
+// Max backward keeps a lane mask per tap of its window: larger windows are not taken.
+inline constexpr int64_t kPoolNchwMaxRoutedTaps = 64;
 std::vector<NchwPoolRow> nchw_pool_rows(const PoolGeometry& g);
+// Whether g's windows tile x without padding, 2 taps along W (stride = window, dilation 1 along
+// every dim), its planes read in place: backward writes each dx element once.
+bool nchw_pool_windows_tile_in_place(const PoolGeometry& g, const NchwPoolWalk& walk);
 
 namespace avx2 {
 inline constexpr int64_t kPoolNchwLanes = 8;
@@ -54,6 +59,11 @@ bool pool_nchw_supported(const PoolGeometry& g, PoolOp op);
 void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
                        int64_t row_count, const float* x, float* y, int64_t first_plane, int64_t end_plane,
                        float* padded);
+// Every dx element of planes [first_plane, end_plane), each its gradients in output order (x and y
+// read by max only); padded: 2 * walk.padded_floats of scratch (dx's rows, then x's), or null.
+void pool_nchw_backward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
+                        int64_t row_count, const float* x, const float* y, const float* dy, float* dx,
+                        int64_t first_plane, int64_t end_plane, float* padded);
 }  // namespace avx2
 
 namespace avx512 {
@@ -62,6 +72,9 @@ bool pool_nchw_supported(const PoolGeometry& g, PoolOp op);
 void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
                        int64_t row_count, const float* x, float* y, int64_t first_plane, int64_t end_plane,
                        float* padded);
+void pool_nchw_backward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
+                        int64_t row_count, const float* x, const float* y, const float* dy, float* dx,
+                        int64_t first_plane, int64_t end_plane, float* padded);
 }  // namespace avx512
 
 }  // namespace convjit::detail

@@ -218,6 +218,209 @@ void forward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const NchwP
   F::leave();
 }
 
+// Backward. A block's vectors: as forward's, with dy and y (max) of its outputs and its lane 0's first
+// tap in dx's rows as the kernel writes them.
+template <int Vecs>
+struct GradientBlock {
+  const float* x[Vecs];
+  float* dx[Vecs];
+  const float* y[Vecs];
+  const float* dy[Vecs];
+  int64_t k[Vecs];
+};
+
+// Tap vectors of a block in row-major order: each(tap index, window row offset, t, v, vector of x at
+// tap t); at stride 2 and W dilation 1 two taps share a pair of loads.
+template <typename F, int Stride, int Vecs, typename Each>
+inline __attribute__((always_inline)) void for_each_tap_vector(const PoolGeometry& g, const NchwPoolWalk& walk,
+                                                               const NchwPoolRow& row,
+                                                               const float* const (&first)[Vecs], Each&& each) {
+  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
+  const bool taps_share_pairs = Stride == 2 && dilation_w == 1;
+  int64_t index = 0;
+  for (int64_t i = 0; i < row.rows_d; ++i) {
+    for (int64_t j = 0; j < row.rows_h; ++j) {
+      const int64_t window_row = (i * walk.step_d + j * walk.step_h) * walk.pitch;
+      for (int64_t t = 0; t < taps_w; ++t, ++index) {
+        const bool pair_of_two = taps_share_pairs && t + 1 < taps_w;
+        for (int v = 0; v < Vecs; ++v) {
+          const float* at = first[v] + window_row + t * dilation_w;
+          if constexpr (Stride == 1) {
+            each(index, v, F::load(at));
+          } else {
+            const typename F::Vec low = F::load(at), high = F::load(at + F::kLanes);
+            each(index, v, F::even_lanes(low, high));
+            if (pair_of_two) each(index + 1, v, F::odd_lanes(low, high));
+          }
+        }
+        if (pair_of_two) ++t, ++index;
+      }
+    }
+  }
+}
+
+// One block's gradients into dx's rows. Max routes each output's dy to the first tap (row-major)
+// whose x equals its y; mean shares dy / divisor with every tap. Within a window row the taps go
+// last to first, the vectors in order: a dx element gets its gradients from the outputs reaching
+// it in output order (a later output reaches it through an earlier tap), as on every pooling path.
+template <typename F, bool Max, int Stride, bool Tiles, int Vecs>
+inline __attribute__((always_inline)) void block_gradients(const PoolGeometry& g, const NchwPoolWalk& walk,
+                                                           const NchwPoolRow& row, const GradientBlock<Vecs>& block,
+                                                           float divisor) {
+  const int64_t last_tail = g.out[2] - (walk.vectors - 1) * F::kLanes;
+  typename F::Vec grad[Vecs];
+  typename F::Vec y[Vecs];
+  for (int v = 0; v < Vecs; ++v) {
+    const bool tail = block.k[v] + 1 == walk.vectors && last_tail < F::kLanes;
+    const typename F::Mask valid = F::first_lanes(tail ? last_tail : F::kLanes);
+    grad[v] = tail ? F::load(block.dy[v], valid) : F::load(block.dy[v]);  // 0 past the row's end
+    if constexpr (Max) {
+      y[v] = tail ? F::load(block.y[v], valid) : F::load(block.y[v]);
+    } else if (walk.is_edge(block.k[v])) {
+      const typename F::Vec taps_w = F::load(walk.taps_of_edge(block.k[v]));
+      const typename F::Vec lane_divisor =
+          g.exclude_padding ? F::mul(F::set1(float(row.rows_d * row.rows_h)), taps_w) : F::set1(divisor);
+      grad[v] = F::select(F::equal(taps_w, F::zero()), F::zero(), F::div(grad[v], lane_divisor));
+    } else {
+      grad[v] = F::div(grad[v], F::set1(divisor));
+    }
+  }
+  typename F::Mask here[kPoolNchwMaxRoutedTaps][Vecs];
+  if constexpr (Max) {
+    typename F::Mask routed[Vecs];
+    for (int v = 0; v < Vecs; ++v) routed[v] = F::no_lanes();
+    for_each_tap_vector<F, Stride, Vecs>(g, walk, row, block.x, [&](int64_t index, int v, typename F::Vec x) {
+      here[index][v] = F::first_not_second(F::equal(x, y[v]), routed[v]);
+      routed[v] = F::either(routed[v], here[index][v]);
+    });
+  }
+  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
+  if constexpr (Tiles) {  // 2 taps along W, each dx element in one window: written once, +0 + share
+    for (int64_t i = 0; i < row.rows_d; ++i) {
+      for (int64_t j = 0; j < row.rows_h; ++j) {
+        const int64_t window_row = (i * walk.step_d + j * walk.step_h) * walk.pitch;
+        const int64_t row_index = (i * row.rows_h + j) * 2;
+        for (int v = 0; v < Vecs; ++v) {
+          typename F::Vec share[2] = {grad[v], grad[v]};
+          if constexpr (Max) {
+            for (int t = 0; t < 2; ++t) share[t] = F::select(here[row_index + t][v], grad[v], F::zero());
+          }
+          for (int t = 0; t < 2; ++t) share[t] = F::add(F::zero(), share[t]);
+          float* at = block.dx[v] + window_row;
+          F::store(at, F::zip_low(share[0], share[1]));
+          F::store(at + F::kLanes, F::zip_high(share[0], share[1]));
+        }
+      }
+    }
+    return;
+  }
+  for (int64_t i = 0; i < row.rows_d; ++i) {
+    for (int64_t j = 0; j < row.rows_h; ++j) {
+      const int64_t window_row = (i * walk.step_d + j * walk.step_h) * walk.pitch;
+      const int64_t row_index = (i * row.rows_h + j) * taps_w;
+      for (int64_t t = taps_w - 1; t >= 0; --t) {
+        for (int v = 0; v < Vecs; ++v) {
+          typename F::Vec share = grad[v];
+          if constexpr (Max) share = F::select(here[row_index + t][v], grad[v], F::zero());
+          float* at = block.dx[v] + window_row + t * dilation_w;
+          // +0 added to a dx element leaves it as it was: dx starts at +0 and a sum from +0 is never -0.
+          if constexpr (Stride == 1) {
+            F::store(at, F::add(F::load(at), share));
+          } else {
+            F::store(at, F::add(F::load(at), F::zip_low(share, F::zero())));
+            F::store(at + F::kLanes, F::add(F::load(at + F::kLanes), F::zip_high(share, F::zero())));
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename F, bool Max, int Stride, bool Tiles, int Vecs>
+inline __attribute__((always_inline)) void gradients_of_row(const PoolGeometry& g, const NchwPoolWalk& walk,
+                                                            const NchwPoolRow& row, const float* x_first,
+                                                            float* dx_first, const float* y_row, const float* dy_row,
+                                                            int64_t k, float divisor) {
+  GradientBlock<Vecs> block;
+  for (int v = 0; v < Vecs; ++v) {
+    block.x[v] = x_first + (k + v) * Stride * F::kLanes;
+    block.dx[v] = dx_first + (k + v) * Stride * F::kLanes;
+    block.y[v] = y_row + (k + v) * F::kLanes;
+    block.dy[v] = dy_row + (k + v) * F::kLanes;
+    block.k[v] = k + v;
+  }
+  block_gradients<F, Max, Stride, Tiles>(g, walk, row, block, divisor);
+}
+
+// dx of each plane: zeroed (in place, or its padded rows), then every output row's gradients in
+// output order, blocks of up to 4 vectors of a row; padded rows are copied into dx at the end.
+// Where 2-tap windows tile x in place (Tiles), the windows write dx once, and only what no window
+// covers is zeroed.
+template <typename F, bool Max, int Stride, bool Tiles>
+void backward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const NchwPoolRow* rows, int64_t row_count,
+                     const float* x, const float* y, const float* dy, float* dx, int64_t first_plane, int64_t end_plane,
+                     float* padded) {
+  const float padded_divisor = float(double(g.window[0]) * double(g.window[1]) * double(g.window[2]));
+  const int64_t lane0 = walk.lead - g.pad_begin[2];
+  const int64_t in_w = g.in[2], input_rows = g.in[0] * g.in[1];
+  const int64_t plane_floats = walk.padded_floats > 0 ? walk.padded_floats : input_rows * in_w;
+  for (int64_t p = first_plane; p < end_plane; ++p) {
+    const float* x_rows = Max ? x + p * g.x.channel : nullptr;
+    float* dx_plane = dx + p * g.x.channel;
+    float* dx_rows = dx_plane;
+    if (walk.padded_floats > 0) {
+      if constexpr (Max) {
+        pad_rows<F>(g, walk, x_rows, NAN, padded + walk.padded_floats);  // NaN equals no y
+        x_rows = padded + walk.padded_floats;
+      }
+      dx_rows = padded;
+    }
+    if constexpr (Tiles) {
+      for (int64_t r = 0; r < input_rows; ++r) {
+        const bool covered = r / g.in[1] < g.out[0] * g.stride[0] && r % g.in[1] < g.out[1] * g.stride[1];
+        std::fill(dx_plane + r * in_w + (covered ? 2 * g.out[2] : 0), dx_plane + (r + 1) * in_w, 0.0f);
+      }
+    } else {
+      std::fill(dx_rows, dx_rows + plane_floats, 0.0f);
+    }
+    const float* y_plane = Max ? y + p * g.y.channel : nullptr;
+    const float* dy_plane = dy + p * g.y.channel;
+    for (int64_t r = 0; r < row_count; ++r) {
+      const NchwPoolRow& row = rows[r];
+      const int64_t real_rows = row.rows_d * row.rows_h;
+      if (real_rows == 0) continue;  // the window wholly in the padding along D or H: no real tap
+      const float divisor = g.exclude_padding ? float(real_rows * g.window[2]) : padded_divisor;
+      const int64_t first_row = row.first_row * walk.pitch + lane0;
+      const float* x_first = Max ? x_rows + first_row : nullptr;
+      float* dx_first = dx_rows + first_row;
+      const float* y_row = Max ? y_plane + row.y : nullptr;
+      const float* dy_row = dy_plane + row.y;
+      for (int64_t k = 0; k < walk.vectors; k += kPoolRowVectors) {
+        switch (std::min<int64_t>(kPoolRowVectors, walk.vectors - k)) {
+          case 1:
+            gradients_of_row<F, Max, Stride, Tiles, 1>(g, walk, row, x_first, dx_first, y_row, dy_row, k, divisor);
+            break;
+          case 2:
+            gradients_of_row<F, Max, Stride, Tiles, 2>(g, walk, row, x_first, dx_first, y_row, dy_row, k, divisor);
+            break;
+          case 3:
+            gradients_of_row<F, Max, Stride, Tiles, 3>(g, walk, row, x_first, dx_first, y_row, dy_row, k, divisor);
+            break;
+          default:
+            gradients_of_row<F, Max, Stride, Tiles, 4>(g, walk, row, x_first, dx_first, y_row, dy_row, k, divisor);
+            break;
+        }
+      }
+    }
+    if (walk.padded_floats > 0) {
+      for (int64_t r = 0; r < input_rows; ++r) {
+        std::copy(padded + r * walk.pitch + walk.lead, padded + r * walk.pitch + walk.lead + in_w, dx_plane + r * in_w);
+      }
+    }
+  }
+  F::leave();
+}
+
 template <typename F>
 void run_pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
                            int64_t row_count, const float* x, float* y, int64_t first_plane, int64_t end_plane,
@@ -229,6 +432,23 @@ void run_pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk&
   } else {
     (max ? forward_planes<F, true, 2> : forward_planes<F, false, 2>)(g, walk, rows, row_count, x, y, first_plane,
                                                                      end_plane, padded);
+  }
+}
+
+template <typename F>
+void run_pool_nchw_backward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,
+                            int64_t row_count, const float* x, const float* y, const float* dy, float* dx,
+                            int64_t first_plane, int64_t end_plane, float* padded) {
+  const bool max = op == PoolOp::Max;
+  if (g.stride[2] == 1) {
+    (max ? backward_planes<F, true, 1, false>
+         : backward_planes<F, false, 1, false>)(g, walk, rows, row_count, x, y, dy, dx, first_plane, end_plane, padded);
+  } else if (nchw_pool_windows_tile_in_place(g, walk)) {
+    (max ? backward_planes<F, true, 2, true> : backward_planes<F, false, 2, true>)(g, walk, rows, row_count, x, y, dy,
+                                                                                   dx, first_plane, end_plane, padded);
+  } else {
+    (max ? backward_planes<F, true, 2, false>
+         : backward_planes<F, false, 2, false>)(g, walk, rows, row_count, x, y, dy, dx, first_plane, end_plane, padded);
   }
 }
 

@@ -50,6 +50,13 @@ struct Avx2Floats {
     const __m256 odd = _mm256_shuffle_ps(a, b, 0xDD);  // a1 a3 b1 b3 | a5 a7 b5 b7
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xD8));
   }
+  // a0 b0 a1 b1 a2 b2 a3 b3, and a4 b4 ... a7 b7: the inverse of even_lanes and odd_lanes.
+  static Vec zip_low(Vec a, Vec b) {
+    return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x20);
+  }
+  static Vec zip_high(Vec a, Vec b) {
+    return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x31);
+  }
   static Vec set1(float v) { return _mm256_set1_ps(v); }
   static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }

@@ -48,6 +48,15 @@ struct Avx512Floats {
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     return _mm512_permutex2var_ps(a, odd, b);
   }
+  // a0 b0 a1 b1 ... a7 b7, and a8 b8 ... a15 b15: the inverse of even_lanes and odd_lanes.
+  static Vec zip_low(Vec a, Vec b) {
+    const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    return _mm512_permutex2var_ps(a, low, b);
+  }
+  static Vec zip_high(Vec a, Vec b) {
+    const __m512i high = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    return _mm512_permutex2var_ps(a, high, b);
+  }
   static Vec set1(float v) { return _mm512_set1_ps(v); }
   static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }

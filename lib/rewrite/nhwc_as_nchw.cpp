@@ -137,8 +137,8 @@ bool nchw_runs_as_nhwc(const ConvGeometry& g) {
   // Depthwise: where NCHW has no depthwise kernel of its own, NHWC's (the groups in the lanes).
   // Its chains are NCHW's (one input channel: the taps in weight order), so the bits are too.
   if (g.ic_per_group == 1 && g.oc_per_group == 1) {
-    return !avx512::depthwise_nchw_supported(g) && !avx2::depthwise_nchw_supported(g) && g.taps <= kDepthwiseNhwcMaxTaps &&
-           g.flops() >= kMinDepthwiseFlopsPerCopiedFloat * double(copied);
+    return !avx512::depthwise_nchw_supported(g) && !avx2::depthwise_nchw_supported(g) &&
+           g.taps <= kDepthwiseNhwcMaxTaps && g.flops() >= kMinDepthwiseFlopsPerCopiedFloat * double(copied);
   }
   // NCHW row kernels put output pixels along W in the lanes: at W stride s each vector's inputs
   // are every s-th element, deinterleaved for each W tap, where NHWC's channels are contiguous. (A
@@ -185,8 +185,8 @@ void copy_output_from_twin(const ConvGeometry& g, const TwinCopies& copies, floa
 }
 
 bool nhwc_backward_filter_runs_as_nchw(const ConvGeometry& g, const convjit_conv_params& params) {
-  return g.layout == CONVJIT_NHWC && copied_floats(g) <= kMaxCopiedFloats && !backward_filter_runs_channels_in_lanes(g) &&
-         backward_filter_runs_direct(nchw_twin(params));
+  return g.layout == CONVJIT_NHWC && copied_floats(g) <= kMaxCopiedFloats &&
+         !backward_filter_runs_channels_in_lanes(g) && backward_filter_runs_direct(nchw_twin(params));
 }
 
 void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
@@ -239,11 +239,15 @@ PoolGeometry pool_nhwc_twin(const convjit_pool_params& params) {
   return g;
 }
 
-bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op) {
+bool nchw_pool_can_run_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op) {
   const int64_t x_floats = g.batch * g.channels * g.in[0] * g.in[1] * g.in[2];
   const int64_t y_floats = g.batch * g.channels * g.out[0] * g.out[1] * g.out[2];
   return g.layout == Layout::NCHW && 2 * (x_floats + y_floats) <= kMaxCopiedFloats &&
          pool_runs_channels_in_lanes(pool_nhwc_twin(params), op);
+}
+
+bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op) {
+  return nchw_pool_can_run_as_nhwc(g, params, op) && !nchw_pool_backward_beats_twin(g, op);
 }
 
 void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,
@@ -266,7 +270,7 @@ void pool_backward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_
 }
 
 bool nchw_pool_forward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op) {
-  return nchw_pool_backward_runs_as_nhwc(g, params, op) && !nchw_pool_forward_beats_twin(g, op);
+  return nchw_pool_can_run_as_nhwc(g, params, op) && !nchw_pool_forward_beats_twin(g, op);
 }
 
 void pool_forward_as_nhwc(PoolOp op, const PoolGeometry& g, const convjit_pool_params& params, int threads,

@@ -6,9 +6,9 @@
 // runs as NHWC where its flops pay for the copies: NCHW kernels would gather every s-th input
 // along W into their lanes; so does NCHW depthwise that NCHW's own depthwise kernel does not take
 // (over 3x3, 3D): NHWC's has the groups in the lanes (bench/RESULTS.md, "Session 17"). One pass
-// over x and one over y cost less. The runtime counts and reports the configuration as called, and compiles (and names) the
-// twin's kernel for it; the numbers (the twin's chain order: NCHW's (ic, kd, kh, kw), NHWC's
-// (kd, kh, kw, ic)) are the same on every tier.
+// over x and one over y cost less. The runtime counts and reports the configuration as called, and compiles (and names)
+// the twin's kernel for it; the numbers (the twin's chain order: NCHW's (ic, kd, kh, kw), NHWC's (kd, kh, kw, ic)) are
+// the same on every tier.
 #pragma once
 
 #include "convjit/convjit.h"
@@ -63,9 +63,13 @@ bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g, const conv
 void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads,
                                      const float* dy, const float* w, float* dx);
 
-// NCHW max and mean pooling backward the same way: NHWC's vector kernel (the channels in the
-// lanes) on transposed copies of x, y and dy, dx transposed back; each window is routed or shared
-// and each dx element summed in output order as on the NCHW path, so the bits are its.
+// NCHW max and mean pooling can run the same way (its copies fit, the twin has NHWC's vector
+// kernel with the channels in the lanes): on transposed copies of x, y and dy, dx transposed
+// back; each window is routed or shared and each dx element summed in output order as on the
+// NCHW path, so the bits are its.
+bool nchw_pool_can_run_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op);
+// Backward does where it can, unless the NCHW vector kernel beats it (windows tiling x in place,
+// or few channels).
 bool nchw_pool_backward_runs_as_nhwc(const PoolGeometry& g, const convjit_pool_params& params, PoolOp op);
 // And forward, unless the NCHW vector kernel beats it (W stride 2, rows of a vector or more): x transposed, y
 // transposed back (each output's taps in the same order: the same bits). compiled: the twin's

@@ -9,10 +9,14 @@
 namespace convjit::detail {
 namespace {
 
-// NCHW max or mean pooling forward (code) that keeps tier 0's NCHW kernel on every tier.
-bool nchw_pool_forward_stays_on_tier0_rows(const PoolGeometry& g, int32_t code, PoolOp op) {
-  const bool forward = code == CONVJIT_OP_MAXPOOL_FORWARD || code == CONVJIT_OP_MEANPOOL_FORWARD;
-  return forward && g.layout == Layout::NCHW && nchw_pool_forward_beats_twin(g, op);
+bool is_pool_forward(int32_t code) {
+  return code == CONVJIT_OP_MAXPOOL_FORWARD || code == CONVJIT_OP_MEANPOOL_FORWARD;
+}
+
+// NCHW max or mean pooling (code) that keeps tier 0's NCHW kernel on every tier.
+bool nchw_pool_stays_on_tier0(const PoolGeometry& g, int32_t code, PoolOp op) {
+  if (g.layout != Layout::NCHW) return false;
+  return is_pool_forward(code) ? nchw_pool_forward_beats_twin(g, op) : nchw_pool_backward_beats_twin(g, op);
 }
 
 }  // namespace
@@ -59,9 +63,9 @@ bool pool_rows_op(int32_t code, PoolOp* op) {
 bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs) {
   PoolOp op;
   if (!pool_rows_op(c.op, &op) || !make_pool_geometry(c.pool, runs).ok()) return false;
-  // The twin wherever it can run, but forward where tier 0's NCHW vector kernel beats the twin's
-  // compiled rows and layout copies (bench/RESULTS.md, "Session 18").
-  if (!nchw_pool_forward_stays_on_tier0_rows(*runs, c.op, op) && nchw_pool_backward_runs_as_nhwc(*runs, c.pool, op)) {
+  // The twin wherever it can run, but where tier 0's NCHW vector kernel beats the twin's compiled
+  // rows and layout copies (bench/RESULTS.md, "Session 18").
+  if (!nchw_pool_stays_on_tier0(*runs, c.op, op) && nchw_pool_can_run_as_nhwc(*runs, c.pool, op)) {
     *runs = pool_nhwc_twin(c.pool);
   }
   return true;
@@ -70,8 +74,10 @@ bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs) {
 std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const jit::Backend& backend,
                                       const jit::SpecKey& key) {
   if (g.layout != Layout::NHWC) {
-    if (nchw_pool_forward_stays_on_tier0_rows(g, key.op, op)) {
-      return "NCHW forward at W stride 2 on rows of a vector or more: tier 0's NCHW vector kernel";
+    if (nchw_pool_stays_on_tier0(g, key.op, op)) {
+      return is_pool_forward(key.op)
+                 ? "NCHW forward at W stride 2 on rows of a vector or more: tier 0's NCHW vector kernel"
+                 : "NCHW backward with windows tiling x, or few channels: tier 0's NCHW vector kernel";
     }
     return "NCHW without an NHWC twin (too large to copy, or no vector kernel)";
   }

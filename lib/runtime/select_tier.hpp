@@ -37,9 +37,9 @@ bool compiled_forward_problem(const Configuration& c, ConvGeometry* g);
 bool pool_rows_op(int32_t code, PoolOp* op);
 
 // The NHWC problem whose compiled pooling rows run configuration c (max or mean pooling, forward
-// or backward: itself, or the NHWC twin of an NCHW problem; forward runs as the twin once the rows
-// arrive, but where tier 0's NCHW vector kernel beats it (W stride 2, rows of a vector or more); backward always does where
-// it can); false when c is no such op or invalid.
+// or backward: itself, or the NHWC twin of an NCHW problem where the twin can run, but not where
+// tier 0's NCHW vector kernel beats it: forward at W stride 2 on rows of a vector or more,
+// backward with windows tiling x or few channels); false when c is no such op or invalid.
 bool pool_rows_geometry(const Configuration& c, PoolGeometry* runs);
 
 // Why a pooling configuration that runs g (NHWC, or the NHWC twin of NCHW) should not be compiled

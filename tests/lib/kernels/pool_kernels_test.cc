@@ -231,26 +231,49 @@ struct NchwForward {
   bool (*supported)(const PoolGeometry&, PoolOp);
   void (*run)(const PoolGeometry&, PoolOp, const detail::NchwPoolWalk&, const detail::NchwPoolRow*, int64_t,
               const float*, float*, int64_t, int64_t, float*);
+  void (*backward)(const PoolGeometry&, PoolOp, const detail::NchwPoolWalk&, const detail::NchwPoolRow*, int64_t,
+                   const float*, const float*, const float*, float*, int64_t, int64_t, float*);
 };
 
 const NchwForward kNchwIsas[] = {
     {"avx2", jit::Isa::Avx2Fma, detail::avx2::kPoolNchwLanes, detail::avx2::pool_nchw_supported,
-     detail::avx2::pool_nchw_forward},
+     detail::avx2::pool_nchw_forward, detail::avx2::pool_nchw_backward},
     {"avx512", jit::Isa::Avx512, detail::avx512::kPoolNchwLanes, detail::avx512::pool_nchw_supported,
-     detail::avx512::pool_nchw_forward},
+     detail::avx512::pool_nchw_forward, detail::avx512::pool_nchw_backward},
 };
 
-// NCHW forward: the driver (with the widest kernel the host has) over whole problems, and each
-// ISA's kernel over a range of planes (read in place or as padded rows, edge vectors, tails, rows
-// wholly in the padding; the planes outside the range untouched).
-TEST(PoolNchwKernels, EveryIsaGivesTheContractsBits) {
-  int ran = 0, in_place = 0, padded = 0;
+// Planes [first, ...) of got bitwise want, the planes before it untouched (NaN).
+void expect_planes(const std::vector<float>& got, const std::vector<float>& want, int64_t plane_size, int64_t first) {
+  for (size_t at = 0; at < want.size(); ++at) {
+    if (int64_t(at) / plane_size >= first) {
+      EXPECT_EQ(std::memcmp(&got[at], &want[at], sizeof(float)), 0)
+          << "element " << at << ": " << got[at] << " vs " << want[at];
+    } else {
+      EXPECT_TRUE(std::isnan(got[at])) << "element " << at << " outside the planes was written";
+    }
+  }
+}
+
+// NCHW, both directions: the driver (with the widest kernel the host has) over whole problems, and
+// each ISA's kernel over a range of planes (read in place or as padded rows, edge vectors, tails,
+// rows wholly in the padding, overlapping windows backward; the planes outside the range
+// untouched).
+TEST(PoolNchwKernels, EveryIsaGivesTheContractsBitsBothWays) {
+  int ran = 0, in_place = 0, padded = 0, tiled = 0;
   Rng rng(0x9002);
   for (int i = 0; i < 120; ++i) {
     PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NCHW);
     d.in_size[size_t(d.rank - 1)] += 40 * (i % 4);  // short rows (edge vectors only) and long ones
     d.stride[size_t(d.rank - 1)] = 1 + i % 2;
     d.exclude_padding = i % 5 == 0;
+    if (i % 4 == 1) {  // 2-tap windows tiling x along W (and tiling along the other dims): dx written once
+      for (int j = 0; j < d.rank; ++j) {
+        d.window[size_t(j)] = d.stride[size_t(j)] =
+            j + 1 == d.rank ? 2 : std::min<int64_t>(d.in_size[size_t(j)], 1 + (i / 4 + j) % 3);
+        d.dilation[size_t(j)] = 1;
+        d.pad_begin[size_t(j)] = d.pad_end[size_t(j)] = 0;
+      }
+    }
     detail::PoolGeometry g;
     ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
     const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), i % 2 == 1, i % 3 == 2);
@@ -260,6 +283,11 @@ TEST(PoolNchwKernels, EveryIsaGivesTheContractsBits) {
       std::vector<float> y = nan_buffer(int64_t(want.size()));
       detail::run_pool_forward(op, g, 1, 0.0f, x.data(), y.data());
       EXPECT_TRUE(bitwise_equal("y (driver)", y, want, pool_output_shape(d), context));
+      const std::vector<float> dy = awkward_values(rng, int64_t(want.size()), false, i % 3 == 1);
+      const std::vector<float> dx_want = contract_backward(d, op, x, want, dy);
+      std::vector<float> dx_driver = nan_buffer(int64_t(x.size()));
+      detail::run_pool_backward(op, g, 1, 0.0f, x.data(), want.data(), dy.data(), dx_driver.data());
+      EXPECT_TRUE(bitwise_equal("dx (driver)", dx_driver, dx_want, pool_input_shape(d), context));
       const int64_t planes = g.batch * g.channels, plane_size = int64_t(want.size()) / planes;
       const int64_t first = planes > 1 ? 1 : 0, end = planes;  // plane 0 left alone where there are others
       for (const NchwForward& k : kNchwIsas) {
@@ -268,17 +296,16 @@ TEST(PoolNchwKernels, EveryIsaGivesTheContractsBits) {
         ASSERT_TRUE(detail::make_nchw_pool_walk(g, k.lanes, &walk)) << context;  // W stride 1 or 2, small
         SCOPED_TRACE(std::string(k.name) + " " + context);
         std::vector<float> got = nan_buffer(int64_t(want.size()));
-        std::vector<float> scratch(size_t(walk.padded_floats));
+        std::vector<float> scratch(size_t(2 * walk.padded_floats));
         const std::vector<detail::NchwPoolRow> rows = detail::nchw_pool_rows(g);
         k.run(g, op, walk, rows.data(), int64_t(rows.size()), x.data(), got.data(), first, end, scratch.data());
-        for (size_t at = 0; at < want.size(); ++at) {
-          if (int64_t(at) / plane_size >= first) {
-            EXPECT_EQ(std::memcmp(&got[at], &want[at], sizeof(float)), 0)
-                << "output " << at << ": " << got[at] << " vs " << want[at];
-          } else {
-            EXPECT_TRUE(std::isnan(got[at])) << "output " << at << " outside the planes was written";
-          }
-        }
+        expect_planes(got, want, plane_size, first);
+        if (op == PoolOp::Max && g.window[0] * g.window[1] * g.window[2] > detail::kPoolNchwMaxRoutedTaps) continue;
+        std::vector<float> dx = nan_buffer(int64_t(x.size()));
+        k.backward(g, op, walk, rows.data(), int64_t(rows.size()), x.data(), want.data(), dy.data(), dx.data(), first,
+                   end, scratch.data());
+        expect_planes(dx, dx_want, int64_t(x.size()) / planes, first);
+        tiled += detail::nchw_pool_windows_tile_in_place(g, walk);
         ++(walk.padded_floats > 0 ? padded : in_place);
         ++ran;
       }
@@ -287,6 +314,7 @@ TEST(PoolNchwKernels, EveryIsaGivesTheContractsBits) {
   if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: only the portable path was compared";
   EXPECT_GT(padded, 0) << "no problem read padded rows";
   EXPECT_GT(in_place, 0) << "no problem read its planes in place";
+  EXPECT_GT(tiled, 0) << "no problem's windows tiled x (backward's write-once path)";
 }
 
 // Windows whose max is -inf or NaN in some lanes: inner vectors form them again tracking numbers.

@@ -319,8 +319,8 @@ TEST(EveryOp, WarmStartCompilesTheForwardsBackwardDataRunsAsAndTheRows) {
   const OpCall filter =
       conv_call(Op::ConvBackwardFilter, conv(2, Layout::NHWC, 1, 16, 24, 1, {12, 13, 1}, {3, 3, 1}), 6);
   // Runs as its NHWC twin (lib/rewrite/nhwc_as_nchw.hpp), whose kernel only Xbyak compiles.
-  const OpCall strided_nchw = conv_call(
-      Op::ConvForward, conv(2, Layout::NCHW, 2, 32, 32, 1, {31, 29, 1}, {5, 3, 1}, {2, 2, 1}, {2, 1, 0}), 7);
+  const OpCall strided_nchw =
+      conv_call(Op::ConvForward, conv(2, Layout::NCHW, 2, 32, 32, 1, {31, 29, 1}, {5, 3, 1}, {2, 2, 1}, {2, 1, 0}), 7);
   std::string backend;
   {
     Runtime first(p);
@@ -391,38 +391,44 @@ TEST(EveryOp, MaxAndMeanPoolingReachTheJitTier) {
   EXPECT_GE(compiled, 24) << "too few pooling problems reached a compiled kernel";
 }
 
-// NCHW max and mean pooling forward at W stride 2 on rows of a vector or more stays on tier 0's
-// NCHW kernel, declined with the reason (it beats the twin's compiled rows and copies), padding
-// along W or not; at stride 1, on shorter rows, and backward, the NHWC twin's compiled rows run.
-// Every tier the generic one's bits and the oracle's values.
-TEST(EveryOp, NchwPoolingForwardAtStrideTwoStaysOnTierZero) {
+// NCHW max and mean pooling stays on tier 0's NCHW kernel where it beats the twin, declined with
+// the reason: forward at W stride 2 on rows of a vector or more, padding along W or not; backward
+// where 2-tap windows tile x, or with at most 8 channels. Elsewhere (stride 1, rows under a vector,
+// overlapping windows over many channels) the NHWC twin's compiled rows run. Every tier the generic
+// one's bits and the oracle's values.
+TEST(EveryOp, NchwPoolingStaysOnTierZeroWhereItsKernelBeatsTheTwin) {
   Runtime generic(policy_with(Backend::None, 1));
   if (Runtime(policy_with(Backend::Auto, 1)).stats().backend != "xbyak") {
     GTEST_SKIP() << "only the Xbyak backend compiles pooling kernels";
   }
   Rng rng(0xC4B1);
   struct Case {
-    int64_t in_w, stride_w, pad_w;
-    bool tier0;
+    int64_t channels, window_h, in_w, stride_w, pad_w;
+    bool forward_tier0, backward_tier0;
   };
   // 16 outputs along W (a whole vector of 8 or of 16 lanes), or 7 (under a vector).
-  for (const Case& k : {Case{33, 2, 0, true}, Case{17, 1, 0, false}, Case{31, 2, 1, true}, Case{15, 2, 0, false}}) {
+  for (const Case& k :
+       {Case{9, 3, 33, 2, 0, true, false}, Case{9, 3, 17, 1, 0, false, false}, Case{9, 3, 31, 2, 1, true, false},
+        Case{9, 3, 15, 2, 0, false, false}, Case{9, 2, 32, 2, 0, true, true}, Case{5, 3, 33, 2, 0, true, true}}) {
     PoolDims d;
     d.rank = 2;
     d.batch = 2;
-    d.channels = 5;
-    d.in_size = {13, k.in_w, 1};
-    d.window = {3, 2, 1};
+    d.channels = k.channels;
+    d.in_size = {12, k.in_w, 1};
+    d.window = {k.window_h, 2, 1};
     d.stride = {2, k.stride_w, 1};
-    d.pad_begin = {1, k.pad_w, 0};
-    d.pad_end = {1, k.pad_w, 0};
+    d.pad_begin = {k.window_h == 3 ? 1 : 0, k.pad_w, 0};
+    d.pad_end = d.pad_begin;
     for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward, Op::MaxPoolBackward, Op::MeanPoolBackward}) {
       const OpCall call = pool_call(op, d, rng.next());
       SCOPED_TRACE(call.context);
       const ConfigStats c = three_calls_as_generic(generic, call, 2);
-      if (k.tier0 && (op == Op::MaxPoolForward || op == Op::MeanPoolForward)) {
+      const bool forward = op == Op::MaxPoolForward || op == Op::MeanPoolForward;
+      if (forward ? k.forward_tier0 : k.backward_tier0) {
         EXPECT_EQ(c.state, "declined");
-        EXPECT_EQ(c.failure, "NCHW forward at W stride 2 on rows of a vector or more: tier 0's NCHW vector kernel");
+        EXPECT_EQ(c.failure, forward
+                                 ? "NCHW forward at W stride 2 on rows of a vector or more: tier 0's NCHW vector kernel"
+                                 : "NCHW backward with windows tiling x, or few channels: tier 0's NCHW vector kernel");
       } else {
         EXPECT_EQ(c.state, "jit") << c.failure;
         EXPECT_NE(c.kernel.find("_nhwc__"), std::string::npos) << c.kernel;
