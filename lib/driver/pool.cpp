@@ -78,7 +78,8 @@ NchwKernels nchw_kernels(const PoolGeometry& g, PoolOp op) {
     k.forward = avx2::pool_nchw_forward;
     k.backward = avx2::pool_nchw_backward;
   }
-  if (op == PoolOp::Max && g.window[0] * g.window[1] * g.window[2] > kPoolNchwMaxRoutedTaps) k.backward = nullptr;
+  const double taps = double(g.window[0]) * double(g.window[1]) * double(g.window[2]);  // may exceed int64
+  if (op == PoolOp::Max && taps > double(kPoolNchwMaxRoutedTaps)) k.backward = nullptr;
 #endif
   (void)g;
   (void)op;

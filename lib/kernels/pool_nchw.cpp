@@ -14,7 +14,8 @@ bool make_nchw_pool_walk(const PoolGeometry& g, int64_t lanes, NchwPoolWalk* wal
   if ((s != 1 && s != 2) || lanes > NchwPoolWalk::kMaxLanes || in >= kLimit || pad >= kLimit ||
       double(out) * double(s) + double(lanes) * double(s) >= double(kLimit) ||
       double(taps - 1) * double(dilation) >= double(kLimit) ||
-      double(g.window[0]) * double(g.window[1]) * double(taps) > kMaxTaps) {
+      double(g.window[0]) * double(g.window[1]) * double(taps) > kMaxTaps ||
+      double(g.dilation[0]) * double(g.in[1]) >= double(kLimit) || g.dilation[1] >= kLimit) {
     return false;
   }
   NchwPoolWalk w;
@@ -49,8 +50,8 @@ bool make_nchw_pool_walk(const PoolGeometry& g, int64_t lanes, NchwPoolWalk* wal
   } else {
     w.lead = pad;
     w.pitch = (pad + std::max(in, last_load) + lanes - 1) / lanes * lanes;  // whole vectors
+    if (double(g.in[0]) * double(g.in[1]) * double(w.pitch) > double(kMaxPaddedFloats)) return false;
     w.padded_floats = g.in[0] * g.in[1] * w.pitch;
-    if (w.padded_floats > kMaxPaddedFloats) return false;
   }
   *walk = w;
   return true;

@@ -39,9 +39,9 @@ struct NchwPoolRow {
   int64_t first_row, rows_d, rows_h, y;
 };
 
-// False where the kernel does not take g: W stride over 2, positions past int32, more edge vectors
-// than kMaxEdgeVectors, a padded plane over kMaxPaddedFloats, or over 2^24 taps (mean's divisor a
-// float product).
+// False where the kernel does not take g: W stride over 2, positions or row steps past 2^30, more
+// edge vectors than kMaxEdgeVectors, a padded plane over kMaxPaddedFloats, or over 2^24 taps
+// (mean's divisor a float product).
 inline constexpr int64_t kMaxPaddedFloats = int64_t(1) << 20;
 bool make_nchw_pool_walk(const PoolGeometry& g, int64_t lanes, NchwPoolWalk* walk);
 // Max backward keeps a lane mask per tap of its window: larger windows are not taken.
