@@ -418,7 +418,7 @@ bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op) {
 
 void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, const float* y,
                        const float* dy, float* dx, convjit_pool_row_fn compiled) {
-  const NchwKernels kernel = g.layout == Layout::NCHW && op != PoolOp::LpNorm ? nchw_kernels(g, op) : NchwKernels{};
+  const NchwKernels kernel = nchw_kernels(g, op);  // none for NHWC and Lp-norm
   if (kernel.backward) {
     const std::vector<NchwPoolRow> rows = nchw_pool_rows(g);
     for_plane_blocks(g, threads, 2 * kernel.walk.padded_floats, [&](int64_t first, int64_t end, float* padded) {

@@ -9,6 +9,7 @@
 
 #include "pool_lanes.hpp"
 #include "pool_nchw.hpp"
+#include "pool_window.hpp"
 
 namespace convjit::detail {
 namespace {
@@ -27,35 +28,55 @@ struct VectorBlock {
   int64_t k[Vecs];
 };
 
-// Adds the taps of a block's vectors, window row by window row, each row's taps along W in order:
-// a load per tap (Stride 1), or the even lanes of a pair, or two consecutive taps (W dilation 1)
-// the even and the odd lanes of one pair.
+// value / divisor in an edge vector's lanes (taps_w: their real W taps), the divisor per lane where
+// padding is excluded, 0 in lanes without a real tap.
+template <typename F>
+inline __attribute__((always_inline)) typename F::Vec edge_mean(const PoolGeometry& g, const NchwPoolRow& row,
+                                                                typename F::Vec taps_w, float divisor,
+                                                                typename F::Vec value) {
+  const typename F::Vec lane_divisor =
+      g.exclude_padding ? F::mul(F::set1(float(row.rows_d * row.rows_h)), taps_w) : F::set1(divisor);
+  return F::select(F::equal(taps_w, F::zero()), F::zero(), F::div(value, lane_divisor));
+}
+
+// The tap vectors of a block's vectors, window row by window row, each row's taps along W in order:
+// each(tap index in that order, vector v, the taps' inputs): a load per tap (Stride 1), or the even
+// lanes of a pair, or two consecutive taps (W dilation 1) the even and the odd lanes of one pair.
+template <typename F, int Stride, int Vecs, typename Each>
+inline __attribute__((always_inline)) void for_each_tap_vector(const PoolGeometry& g, const NchwPoolWalk& walk,
+                                                               const NchwPoolRow& row,
+                                                               const float* const (&first)[Vecs], Each&& each) {
+  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
+  const bool taps_share_pairs = Stride == 2 && dilation_w == 1;
+  int64_t index = 0;
+  for (int64_t i = 0; i < row.rows_d; ++i) {
+    for (int64_t j = 0; j < row.rows_h; ++j) {
+      const int64_t window_row = (i * walk.step_d + j * walk.step_h) * walk.pitch;
+      for (int64_t t = 0; t < taps_w; ++t, ++index) {
+        const bool pair_of_two = taps_share_pairs && t + 1 < taps_w;
+        for (int v = 0; v < Vecs; ++v) {
+          const float* at = first[v] + window_row + t * dilation_w;
+          if constexpr (Stride == 1) {
+            each(index, v, F::load(at));
+          } else {
+            const typename F::Vec low = F::load(at), high = F::load(at + F::kLanes);
+            each(index, v, F::even_lanes(low, high));
+            if (pair_of_two) each(index + 1, v, F::odd_lanes(low, high));
+          }
+        }
+        if (pair_of_two) ++t, ++index;
+      }
+    }
+  }
+}
+
+// Adds the taps of a block's vectors in row-major order.
 template <typename F, bool Max, int Stride, bool Tracks, int Vecs>
 inline __attribute__((always_inline)) void add_taps(const PoolGeometry& g, const NchwPoolWalk& walk,
                                                     const NchwPoolRow& row, const VectorBlock<Vecs>& block,
                                                     PoolLanes<F, Max, Tracks>* lanes) {
-  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
-  const bool taps_share_pairs = Stride == 2 && dilation_w == 1;
-  for (int64_t i = 0; i < row.rows_d; ++i) {
-    for (int64_t j = 0; j < row.rows_h; ++j) {
-      const int64_t window_row = (i * walk.step_d + j * walk.step_h) * walk.pitch;
-      for (int64_t t = 0; t < taps_w; ++t) {
-        const int64_t tap = window_row + t * dilation_w;
-        const bool pair_of_two = taps_share_pairs && t + 1 < taps_w;
-        for (int v = 0; v < Vecs; ++v) {
-          const float* at = block.first[v] + tap;
-          if constexpr (Stride == 1) {
-            lanes[v].add(F::load(at));
-          } else {
-            const typename F::Vec low = F::load(at), high = F::load(at + F::kLanes);
-            lanes[v].add(F::even_lanes(low, high));
-            if (pair_of_two) lanes[v].add(F::odd_lanes(low, high));
-          }
-        }
-        if (pair_of_two) ++t;
-      }
-    }
-  }
+  for_each_tap_vector<F, Stride, Vecs>(g, walk, row, block.first,
+                                       [&](int64_t, int v, typename F::Vec value) { lanes[v].add(value); });
 }
 
 // A block's vectors, their window rows real (row: the window rows of every vector). A max forms
@@ -97,9 +118,7 @@ inline __attribute__((always_inline)) void block_vectors(const PoolGeometry& g, 
       }
     } else if (edge) {
       const typename F::Vec taps_w = F::load(walk.taps_of_edge(block.k[v]));
-      const typename F::Vec lane_divisor =
-          g.exclude_padding ? F::mul(F::set1(float(row.rows_d * row.rows_h)), taps_w) : F::set1(divisor);
-      result[v] = F::select(F::equal(taps_w, F::zero()), F::zero(), F::div(lanes[v].acc, lane_divisor));
+      result[v] = edge_mean<F>(g, row, taps_w, divisor, lanes[v].acc);
     } else {
       result[v] = F::div(lanes[v].acc, F::set1(divisor));
     }
@@ -166,7 +185,6 @@ inline __attribute__((always_inline)) void vectors_of_row(const PoolGeometry& g,
 template <typename F, bool Max, int Stride>
 void forward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const NchwPoolRow* rows, int64_t row_count,
                     const float* x, float* y, int64_t first_plane, int64_t end_plane, float* padded) {
-  const float padded_divisor = float(double(g.window[0]) * double(g.window[1]) * double(g.window[2]));
   const int64_t lane0 = walk.lead - g.pad_begin[2];  // lane 0's tap 0 of output 0 in a read row
   for (int64_t p = first_plane; p < end_plane; ++p) {
     const float* plane = x + p * g.x.channel;
@@ -183,7 +201,7 @@ void forward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const NchwP
         ++r;
         continue;
       }
-      const float divisor = g.exclude_padding ? float(real_rows * g.window[2]) : padded_divisor;
+      const float divisor = g.exclude_padding ? float(real_rows * g.window[2]) : window_taps(g);
       if (walk.vectors <= 2) {  // rows of one or two vectors: several rows a block
         const int64_t most = kPoolRowVectors / walk.vectors;
         int64_t n = 1;
@@ -229,36 +247,6 @@ struct GradientBlock {
   int64_t k[Vecs];
 };
 
-// Tap vectors of a block in row-major order: each(tap index, window row offset, t, v, vector of x at
-// tap t); at stride 2 and W dilation 1 two taps share a pair of loads.
-template <typename F, int Stride, int Vecs, typename Each>
-inline __attribute__((always_inline)) void for_each_tap_vector(const PoolGeometry& g, const NchwPoolWalk& walk,
-                                                               const NchwPoolRow& row,
-                                                               const float* const (&first)[Vecs], Each&& each) {
-  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
-  const bool taps_share_pairs = Stride == 2 && dilation_w == 1;
-  int64_t index = 0;
-  for (int64_t i = 0; i < row.rows_d; ++i) {
-    for (int64_t j = 0; j < row.rows_h; ++j) {
-      const int64_t window_row = (i * walk.step_d + j * walk.step_h) * walk.pitch;
-      for (int64_t t = 0; t < taps_w; ++t, ++index) {
-        const bool pair_of_two = taps_share_pairs && t + 1 < taps_w;
-        for (int v = 0; v < Vecs; ++v) {
-          const float* at = first[v] + window_row + t * dilation_w;
-          if constexpr (Stride == 1) {
-            each(index, v, F::load(at));
-          } else {
-            const typename F::Vec low = F::load(at), high = F::load(at + F::kLanes);
-            each(index, v, F::even_lanes(low, high));
-            if (pair_of_two) each(index + 1, v, F::odd_lanes(low, high));
-          }
-        }
-        if (pair_of_two) ++t, ++index;
-      }
-    }
-  }
-}
-
 // One block's gradients into dx's rows. Max routes each output's dy to the first tap (row-major)
 // whose x equals its y; mean shares dy / divisor with every tap. Within a window row the taps go
 // last to first, the vectors in order: a dx element gets its gradients from the outputs reaching
@@ -278,9 +266,7 @@ inline __attribute__((always_inline)) void block_gradients(const PoolGeometry& g
       y[v] = tail ? F::load(block.y[v], valid) : F::load(block.y[v]);
     } else if (walk.is_edge(block.k[v])) {
       const typename F::Vec taps_w = F::load(walk.taps_of_edge(block.k[v]));
-      const typename F::Vec lane_divisor =
-          g.exclude_padding ? F::mul(F::set1(float(row.rows_d * row.rows_h)), taps_w) : F::set1(divisor);
-      grad[v] = F::select(F::equal(taps_w, F::zero()), F::zero(), F::div(grad[v], lane_divisor));
+      grad[v] = edge_mean<F>(g, row, taps_w, divisor, grad[v]);
     } else {
       grad[v] = F::div(grad[v], F::set1(divisor));
     }
@@ -360,7 +346,6 @@ template <typename F, bool Max, int Stride, bool Tiles>
 void backward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const NchwPoolRow* rows, int64_t row_count,
                      const float* x, const float* y, const float* dy, float* dx, int64_t first_plane, int64_t end_plane,
                      float* padded) {
-  const float padded_divisor = float(double(g.window[0]) * double(g.window[1]) * double(g.window[2]));
   const int64_t lane0 = walk.lead - g.pad_begin[2];
   const int64_t in_w = g.in[2], input_rows = g.in[0] * g.in[1];
   const int64_t plane_floats = walk.padded_floats > 0 ? walk.padded_floats : input_rows * in_w;
@@ -389,7 +374,7 @@ void backward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const Nchw
       const NchwPoolRow& row = rows[r];
       const int64_t real_rows = row.rows_d * row.rows_h;
       if (real_rows == 0) continue;  // the window wholly in the padding along D or H: no real tap
-      const float divisor = g.exclude_padding ? float(real_rows * g.window[2]) : padded_divisor;
+      const float divisor = g.exclude_padding ? float(real_rows * g.window[2]) : window_taps(g);
       const int64_t first_row = row.first_row * walk.pitch + lane0;
       const float* x_first = Max ? x_rows + first_row : nullptr;
       float* dx_first = dx_rows + first_row;
