@@ -198,7 +198,7 @@ bool backward_filter_runs_channels_in_lanes(const ConvGeometry& g) {
 
 bool backward_filter_runs_direct(const ConvGeometry& g) {
 #if defined(__x86_64__)
-  return avx2::backward_filter_direct_supported(g);
+  return avx512::backward_filter_direct_supported(g) || avx2::backward_filter_direct_supported(g);
 #else
   (void)g;
   return false;
@@ -209,10 +209,8 @@ void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x
 #if defined(__x86_64__)
   if (avx512::depthwise_backward_filter_supported(g)) return avx512::depthwise_backward_filter(g, threads, x, dy, dw);
   if (avx2::depthwise_backward_filter_supported(g)) return avx2::depthwise_backward_filter(g, threads, x, dy, dw);
-  if (avx2::backward_filter_direct_supported(g)) {
-    avx2::backward_filter_direct(g, threads, x, dy, dw);
-    return;
-  }
+  if (avx512::backward_filter_direct_supported(g)) return avx512::backward_filter_direct(g, threads, x, dy, dw);
+  if (avx2::backward_filter_direct_supported(g)) return avx2::backward_filter_direct(g, threads, x, dy, dw);
 #endif
 
   const int64_t k_panels = (g.reduction + kTileCols - 1) / kTileCols;

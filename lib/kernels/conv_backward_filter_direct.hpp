@@ -1,14 +1,22 @@
 // Backward filter for NCHW with few channels (the seed network's 1-3) and kernels up to 7 wide:
 // one task per (group, oc, ic) keeps a vector accumulator per tap of a kernel row in registers and
 // runs over every image and output row, so no patch is packed. Deterministic: each dw element has one owner and a fixed
-// order (lanes accumulate pixels ow = lane mod 8, then a fixed horizontal sum). AVX2/FMA only.
+// order (lanes accumulate pixels ow = lane mod 8, then a fixed horizontal sum). One kernel
+// (conv_backward_filter_direct_impl.hpp) built for AVX2 and for AVX-512 on 8 lanes, the same bits.
 #pragma once
 
 #include "geometry.hpp"
 
-namespace convjit::detail::avx2 {
+namespace convjit::detail {
 
+namespace avx2 {
 bool backward_filter_direct_supported(const ConvGeometry& g);
 void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw);
+}  // namespace avx2
 
-}  // namespace convjit::detail::avx2
+namespace avx512 {
+bool backward_filter_direct_supported(const ConvGeometry& g);
+void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw);
+}  // namespace avx512
+
+}  // namespace convjit::detail

@@ -41,7 +41,7 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
   if (shared) {
     for (int j = 0; j < kSharedRows; ++j) input_rows[j] = x_plane + (oh - g.pad_begin[1] + j) * g.x.spatial[1];
   }
-  auto shared_rows_at = [&](int64_t first_w, auto&& load, auto flipped, Vec (&acc)[Rows]) {
+  auto shared_rows_at = [&](int64_t first_w, auto&& load, auto flipped, Vec(&acc)[Rows]) {
 #pragma GCC unroll 8
     for (int step = 0; step < kSharedRows; ++step) {
       const int j = decltype(flipped)::value ? kSharedRows - 1 - step : step;
@@ -85,11 +85,8 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
   }
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto& edge = columns.edges[e];
-    const auto acc = vector_at(edge.ow, [&](const float* at, int kw) {
-      Vec in = F::load(at, edge.taps[kw][0]);
-      if constexpr (Stride == 2) in = F::even_lanes(in, F::load(at + F::kLanes, edge.taps[kw][1]));
-      return in;
-    });
+    const auto acc =
+        vector_at(edge.ow, [&](const float* at, int kw) { return load_edge_inputs<F, KW, Stride>(edge, at, kw); });
     for (int r = 0; r < Rows; ++r) F::store(y_plane + (oh + r) * g.y.spatial[1] + edge.ow, finish(acc[r]), edge.lanes);
   }
 }

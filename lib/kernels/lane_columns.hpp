@@ -45,6 +45,14 @@ inline int64_t edge_vectors(const ConvGeometry& g, int64_t lanes) {
   return edges;
 }
 
+// Tap kw's inputs for an edge vector whose tap 0 reads from `at`: zero where not real.
+template <typename F, int KW, int Stride>
+inline __attribute__((always_inline)) typename F::Vec load_edge_inputs(
+    const typename ColumnPlan<F, KW, Stride>::Edge& edge, const float* at, int kw) {
+  if constexpr (Stride == 1) return F::load(at, edge.taps[kw][0]);
+  return F::load_even(at, edge.taps[kw][0], edge.taps[kw][1]);
+}
+
 template <typename F, int KW, int Stride>
 ColumnPlan<F, KW, Stride> plan_columns(const ConvGeometry& g) {
   constexpr int kLanes = F::kLanes;

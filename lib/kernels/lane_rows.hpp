@@ -24,7 +24,7 @@ typename F::Mask lanes_inside(int64_t first, int64_t end) {
 template <typename F, int Stride>
 inline __attribute__((always_inline)) typename F::Vec load_real_inputs(const float* row, int64_t first) {
   if constexpr (Stride == 1) return F::load(row + first);
-  return F::even_lanes(F::load(row + first), F::load(row + first + F::kLanes));
+  return F::load_even(row + first);
 }
 
 // Whether every W position a row of g reaches (padding and the last output's last tap included)
@@ -45,9 +45,8 @@ inline __attribute__((always_inline)) typename F::Vec load_inputs(const float* r
                                                                   int64_t limit) {
   const int64_t end = std::min(width, limit);
   if (first >= 0 && first + Stride * F::kLanes <= end) return load_real_inputs<F, Stride>(row, first);
-  const typename F::Vec a = F::load(row + first, F::lanes_between(first, end));
-  if constexpr (Stride == 1) return a;
-  return F::even_lanes(a, F::load(row + first + F::kLanes, F::lanes_between(first + F::kLanes, end)));
+  if constexpr (Stride == 1) return F::load(row + first, F::lanes_between(first, end));
+  return F::load_even(row + first, F::lanes_between(first, end), F::lanes_between(first + F::kLanes, end));
 }
 
 }  // namespace

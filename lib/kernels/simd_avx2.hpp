@@ -45,6 +45,11 @@ struct Avx2Floats {
     const __m256 even = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
   }
+  // The even lanes of 2 * kLanes floats at p; masked: first and second mask the two halves.
+  static Vec load_even(const float* p) { return even_lanes(load(p), load(p + kLanes)); }
+  static Vec load_even(const float* p, Mask first, Mask second) {
+    return even_lanes(load(p, first), load(p + kLanes, second));
+  }
   // The odd lanes: a1 a3 a5 a7 b1 b3 b5 b7.
   static Vec odd_lanes(Vec a, Vec b) {
     const __m256 odd = _mm256_shuffle_ps(a, b, 0xDD);  // a1 a3 b1 b3 | a5 a7 b5 b7

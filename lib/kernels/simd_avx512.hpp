@@ -43,6 +43,11 @@ struct Avx512Floats {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return _mm512_permutex2var_ps(a, even, b);
   }
+  // The even lanes of 2 * kLanes floats at p; masked: first and second mask the two halves.
+  static Vec load_even(const float* p) { return even_lanes(load(p), load(p + kLanes)); }
+  static Vec load_even(const float* p, Mask first, Mask second) {
+    return even_lanes(load(p, first), load(p + kLanes, second));
+  }
   // The odd lanes: a1 a3 ... a15 b1 b3 ... b15.
   static Vec odd_lanes(Vec a, Vec b) {
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
@@ -73,6 +78,43 @@ struct Avx512Floats {
   // a + b in the lanes of m, a (untouched, even -0) in the others.
   static Vec add_where(Mask m, Vec a, Vec b) { return _mm512_mask_add_ps(a, m, a, b); }
   static void leave() { _mm256_zeroupper(); }  // before returning to SSE code
+};
+
+// AVX-512 (VL) on 8 floats: for kernels whose contract fixes 8 lanes (the NCHW direct backward
+// filter's chains by ow mod 8), with Avx2Floats' members for them: opmask loads that do not fault
+// and one 16-float load and one permute for stride 2's even lanes where AVX2 needs two loads and
+// two shuffles.
+struct Avx512YmmFloats {
+  using Vec = __m256;
+  using Mask = __mmask8;
+  static constexpr int kLanes = 8;
+  static constexpr int kRegisters = 32;
+
+  static Vec zero() { return _mm256_setzero_ps(); }
+  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static Vec load(const float* p, Mask lanes) { return _mm256_maskz_loadu_ps(lanes, p); }
+  static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }  // a * b + c, one rounding
+  static Mask no_lanes() { return Mask(0); }
+  // As Avx512Floats::lanes_between, on 8 lanes.
+  static Mask lanes_between(int64_t first, int64_t end) {
+    const __m256i position =
+        _mm256_add_epi32(_mm256_set1_epi32(int32_t(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return Mask(_mm256_cmpgt_epi32_mask(position, _mm256_set1_epi32(-1)) &
+                _mm256_cmpgt_epi32_mask(_mm256_set1_epi32(int32_t(end)), position));
+  }
+  // The even lanes of 16 floats at p: one load and one permute; masked: first and second mask the
+  // two halves, one 16-lane masked load.
+  static Vec load_even(const float* p) { return even_of(_mm512_loadu_ps(p)); }
+  static Vec load_even(const float* p, Mask first, Mask second) {
+    return even_of(_mm512_maskz_loadu_ps(__mmask16(first | unsigned(second) << 8), p));
+  }
+  static void leave() { _mm256_zeroupper(); }
+
+ private:
+  static Vec even_of(__m512 v) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+    return _mm512_maskz_extractf32x8_ps(__mmask8(0xFF), _mm512_maskz_permutexvar_ps(__mmask16(0xFFFF), even, v), 0);
+  }
 };
 
 }  // namespace convjit::detail

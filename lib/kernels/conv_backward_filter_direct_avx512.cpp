@@ -1,0 +1,15 @@
+#include "conv_backward_filter_direct_impl.hpp"
+#include "kernel_isa.hpp"
+#include "simd_avx512.hpp"
+
+namespace convjit::detail::avx512 {
+
+bool backward_filter_direct_supported(const ConvGeometry& g) {
+  return backward_filter_direct_fits(g) && jit::host_has(jit::Isa::Avx512) && process_isa_cap() >= jit::Isa::Avx512;
+}
+
+void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
+  run_backward_filter_direct<Avx512YmmFloats>(g, threads, x, dy, dw);
+}
+
+}  // namespace convjit::detail::avx512

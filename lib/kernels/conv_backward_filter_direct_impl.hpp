@@ -1,0 +1,221 @@
+// The NCHW direct backward filter (conv_backward_filter_direct.hpp) over an 8-lane vector type F:
+// Avx2Floats, or Avx512YmmFloats (opmask loads, one permute for stride 2's even lanes, 32
+// registers). The contract fixes 8 lanes whatever the ISA: each lane's chain takes the pixels
+// ow = lane mod 8 in order, then a fixed horizontal sum, so both ISAs give the same bits. Include
+// only from files compiled for F's ISA; internal linkage (lib/README.md, "One kernel, several ISAs").
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "conv_backward_filter_direct.hpp"
+#include "lane_columns.hpp"
+#include "threads.hpp"
+
+namespace convjit::detail {
+namespace {
+
+constexpr int64_t kMaxWidth = 7;          // kernel widths with a register-blocked variant
+constexpr int64_t kMaxChannelPairs = 64;  // oc x ic per group; beyond, packing patches pays
+
+// The accumulators a block may hold: the registers less the dy, input and mask temporaries.
+template <typename F>
+constexpr int kAccumulators = F::kRegisters - 4;
+
+float horizontal_sum(__m256 v) {
+  const __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
+  return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
+}
+
+// One output row's share of the Ocb x Rows x KW accumulators: every column vector of the Ocb
+// output channels' dy rows (y.channel apart) against the input rows of the taps (null: a row in
+// the padding, zero products, skipped; only when MayBePadded).
+template <typename F, int Ocb, int Rows, int KW, int Stride, bool MayBePadded>
+inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
+                                                          const ColumnPlan<F, KW, Stride>& columns, int64_t step_w,
+                                                          const float* const (&rows)[Rows], const float* dy_row,
+                                                          typename F::Vec (&acc)[Ocb][Rows][KW]) {
+  const int64_t dy_channel = g.y.channel;
+  for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
+    typename F::Vec grad[Ocb];
+    for (int o = 0; o < Ocb; ++o) grad[o] = F::load(dy_row + o * dy_channel + ow);
+    const int64_t first_w = first_input_column(g, ow);
+#pragma GCC unroll 4
+    for (int r = 0; r < Rows; ++r) {
+      if (MayBePadded && !rows[r]) continue;
+#pragma GCC unroll 8
+      for (int kw = 0; kw < KW; ++kw) {
+        const typename F::Vec in = load_real_inputs<F, Stride>(rows[r], first_w + kw * step_w);
+        for (int o = 0; o < Ocb; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
+      }
+    }
+  }
+  for (int e = 0; e < columns.edge_count; ++e) {
+    const auto& edge = columns.edges[e];
+    typename F::Vec grad[Ocb];
+    for (int o = 0; o < Ocb; ++o) grad[o] = F::load(dy_row + o * dy_channel + edge.ow, edge.lanes);
+    const int64_t first_w = first_input_column(g, edge.ow);
+#pragma GCC unroll 4
+    for (int r = 0; r < Rows; ++r) {
+      if (MayBePadded && !rows[r]) continue;
+#pragma GCC unroll 8
+      for (int kw = 0; kw < KW; ++kw) {
+        const typename F::Vec in = load_edge_inputs<F, KW, Stride>(edge, rows[r] + first_w + kw * step_w, kw);
+        for (int o = 0; o < Ocb; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
+      }
+    }
+  }
+}
+
+// dw[oc0..oc0+Ocb)[ic][kd][kh0..kh0+Rows)[0..KW) for one group: the accumulators stay in registers
+// while every image and output row streams by, each input vector loaded once for all output
+// channels and each dy vector once for all taps; each accumulator sees its pixels in the same
+// order whatever the blocking, so every blocking gives the same bits.
+template <typename F, int Ocb, int Rows, int KW, int Stride>
+void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
+                   int64_t group, int64_t oc0, int64_t ic, float* dw) {
+  const float* x_channel = x + (group * g.ic_per_group + ic) * g.x.channel;
+  const float* dy_channel = dy + (group * g.oc_per_group + oc0) * g.y.channel;
+  float* out = dw + (group * g.oc_per_group + oc0) * g.reduction + ic * g.taps;
+  const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
+  for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+    for (int64_t kh0 = 0; kh0 < g.kernel[1]; kh0 += Rows) {
+      // Output rows [oh_begin, oh_end) read only real input rows for every tap of the block.
+      int64_t oh_begin = 0, oh_end = g.out[1];
+      for (int r = 0; r < Rows; ++r) {
+        while (oh_begin < oh_end && input_coordinate(g, 1, oh_begin, kh0 + r) < 0) ++oh_begin;
+        while (oh_end > oh_begin && input_coordinate(g, 1, oh_end - 1, kh0 + r) >= g.in[1]) --oh_end;
+      }
+      typename F::Vec acc[Ocb][Rows][KW];
+      for (int o = 0; o < Ocb; ++o) {
+        for (int r = 0; r < Rows; ++r) {
+          for (int kw = 0; kw < KW; ++kw) acc[o][r][kw] = F::zero();
+        }
+      }
+      for (int64_t n = 0; n < g.batch; ++n) {
+        for (int64_t od = 0; od < g.out[0]; ++od) {
+          const int64_t id = input_coordinate(g, 0, od, kd);
+          if (id < 0 || id >= g.in[0]) continue;  // padding: zero products
+          const float* plane = x_channel + n * g.x.batch + id * g.x.spatial[0];
+          const float* dy_plane = dy_channel + n * g.y.batch + od * g.y.spatial[0];
+          auto padded_row = [&](int64_t oh) {
+            const float* rows[Rows];
+            for (int r = 0; r < Rows; ++r) {
+              const int64_t ih = input_coordinate(g, 1, oh, kh0 + r);
+              rows[r] = ih >= 0 && ih < g.in[1] ? plane + ih * g.x.spatial[1] : nullptr;
+            }
+            accumulate_row<F, Ocb, Rows, KW, Stride, true>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1],
+                                                           acc);
+          };
+          for (int64_t oh = 0; oh < oh_begin; ++oh) padded_row(oh);
+          for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
+            // Formed per row, not stepped: a pointer stepped past the last row would leave x.
+            const float* rows[Rows];
+            for (int r = 0; r < Rows; ++r) rows[r] = plane + input_coordinate(g, 1, oh, kh0 + r) * g.x.spatial[1];
+            accumulate_row<F, Ocb, Rows, KW, Stride, false>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1],
+                                                            acc);
+          }
+          for (int64_t oh = std::max(oh_begin, oh_end); oh < g.out[1]; ++oh) padded_row(oh);
+        }
+      }
+      for (int o = 0; o < Ocb; ++o) {
+        for (int r = 0; r < Rows && kh0 + r < g.kernel[1]; ++r) {
+          for (int kw = 0; kw < KW; ++kw) {
+            out[o * g.reduction + (kd * g.kernel[1] + kh0 + r) * KW + kw] = horizontal_sum(acc[o][r][kw]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Output channels [oc0, oc0 + count) of one input channel. With several output channels, a block
+// of them shares each input load and covers one kernel row at a time (12 FMAs per 3 dy and 3 x
+// loads for 3x3, against 9 per 10 one channel at a time); a single channel covers all kernel rows
+// that fit the accumulators.
+template <typename F, int KW, int Stride>
+void channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
+              int64_t group, int64_t oc0, int64_t count, int64_t ic, float* dw) {
+  constexpr int kMaxOcb = std::min(4, kAccumulators<F> / KW);
+  if constexpr (kMaxOcb >= 2) {
+    for (; count >= 2; oc0 += kMaxOcb, count -= kMaxOcb) {
+      switch (std::min<int64_t>(count, kMaxOcb)) {
+        case 2: channel_block<F, 2, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw); break;
+        case 3:
+          if constexpr (kMaxOcb >= 3) channel_block<F, 3, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+          break;
+        default:
+          if constexpr (kMaxOcb >= 4) channel_block<F, 4, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+          break;
+      }
+    }
+    if (count <= 0) return;
+  }
+  for (; count > 0; ++oc0, --count) {
+    if constexpr (3 * KW <= kAccumulators<F>) {
+      if (g.kernel[1] == 3) {
+        channel_block<F, 1, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        continue;
+      }
+    }
+    if constexpr (2 * KW <= kAccumulators<F>) {
+      if (g.kernel[1] == 2) {
+        channel_block<F, 1, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        continue;
+      }
+    }
+    channel_block<F, 1, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+  }
+}
+
+// Tasks: (group, block of output channels, input channel). Blocks of 4 share the most loads; with
+// few channels (the seed network: 3 x 3 tasks at most) smaller blocks keep every thread busy.
+// Any blocking gives the same bits. The columns are planned once per call.
+template <typename F, int KW, int Stride>
+void direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
+  const ColumnPlan<F, KW, Stride> columns = plan_columns<F, KW, Stride>(g);
+  int64_t block_size = 4;
+  while (block_size > 1 &&
+         g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < tasks_wanted(threads)) {
+    block_size /= 2;
+  }
+  const int64_t oc_blocks = (g.oc_per_group + block_size - 1) / block_size, per_group = oc_blocks * g.ic_per_group;
+  parallel_for(threads, g.groups * per_group, g.flops(), [&](int64_t task) {
+    const int64_t group = task / per_group, block = task % per_group / g.ic_per_group, ic = task % g.ic_per_group;
+    const int64_t oc0 = block * block_size, count = std::min<int64_t>(block_size, g.oc_per_group - oc0);
+    channels<F, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, dw);
+    F::leave();
+  });
+}
+
+template <typename F, int Stride>
+void direct_any_width(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
+  switch (g.kernel[2]) {
+    case 1: return direct<F, 1, Stride>(g, threads, x, dy, dw);
+    case 2: return direct<F, 2, Stride>(g, threads, x, dy, dw);
+    case 3: return direct<F, 3, Stride>(g, threads, x, dy, dw);
+    case 4: return direct<F, 4, Stride>(g, threads, x, dy, dw);
+    case 5: return direct<F, 5, Stride>(g, threads, x, dy, dw);
+    case 6: return direct<F, 6, Stride>(g, threads, x, dy, dw);
+    default: return direct<F, 7, Stride>(g, threads, x, dy, dw);
+  }
+}
+
+// The shapes the kernel takes, whatever the ISA (the ISA files add the host's).
+inline bool backward_filter_direct_fits(const ConvGeometry& g) {
+  return g.layout == CONVJIT_NCHW && (g.stride[2] == 1 || g.stride[2] == 2) && g.kernel[2] <= kMaxWidth &&
+         g.oc_per_group * g.ic_per_group <= kMaxChannelPairs && w_positions_fit_lanes(g) &&
+         edge_vectors(g, 8) <= kMaxEdgeVectors;
+}
+
+template <typename F>
+void run_backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
+  static_assert(F::kLanes == 8, "the contract's chains are by ow mod 8");
+  if (g.stride[2] == 1) return direct_any_width<F, 1>(g, threads, x, dy, dw);
+  direct_any_width<F, 2>(g, threads, x, dy, dw);
+}
+
+}  // namespace
+}  // namespace convjit::detail
