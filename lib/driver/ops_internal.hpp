@@ -51,7 +51,11 @@ bool nchw_pool_forward_beats_twin(const PoolGeometry& g, PoolOp op);
 // And backward: where 2-tap windows tile x in place (each dx element written once), or with at
 // most 8 channels (the twin's lanes half empty) at W stride 2 on rows of a vector or more; where
 // windows overlap, the kernel's read-add-write of dx per tap lost to the twin (bench/RESULTS.md,
-// "Session 18").
+// "Session 18"); and mean over windows of whole input rows (nchw_pool_backward_runs_whole_rows).
 bool nchw_pool_backward_beats_twin(const PoolGeometry& g, PoolOp op);
+// Whether g's NCHW mean pooling backward runs the whole-rows kernel (pool_nchw_whole_rows.hpp):
+// windows of whole input rows, never overlapping (global pooling); it beat the twin there
+// (bench/RESULTS.md, "Session 19").
+bool nchw_pool_backward_runs_whole_rows(const PoolGeometry& g, PoolOp op);
 
 }  // namespace convjit::detail

@@ -11,6 +11,7 @@
 #include "geometry.hpp"
 #include "ops_internal.hpp"
 #include "pool_nchw.hpp"
+#include "pool_nchw_whole_rows.hpp"
 #include "pool_nhwc.hpp"
 #include "pool_window.hpp"
 #include "threads.hpp"
@@ -84,6 +85,18 @@ NchwKernels nchw_kernels(const PoolGeometry& g, PoolOp op) {
   (void)g;
   (void)op;
   return k;
+}
+
+// NCHW mean backward over windows of whole input rows, where an ISA kernel takes g.
+using WholeRowsBackward = void (*)(const PoolGeometry&, const float*, float*, int64_t, int64_t);
+WholeRowsBackward whole_rows_backward(const PoolGeometry& g, PoolOp op) {
+#if defined(__x86_64__)
+  if (avx512::pool_nchw_whole_rows_supported(g, op)) return avx512::pool_nchw_mean_backward_whole_rows;
+  if (avx2::pool_nchw_whole_rows_supported(g, op)) return avx2::pool_nchw_mean_backward_whole_rows;
+#endif
+  (void)g;
+  (void)op;
+  return nullptr;
 }
 
 // Planes in tasks of kNchwChannelBlock: run(first plane, end plane, this thread's scratch of
@@ -405,7 +418,12 @@ bool nchw_pool_forward_beats_twin(const PoolGeometry& g, PoolOp op) {
   return kernel.forward != nullptr && g.stride[2] == 2 && g.out[2] >= kernel.walk.lanes;
 }
 
+bool nchw_pool_backward_runs_whole_rows(const PoolGeometry& g, PoolOp op) {
+  return whole_rows_backward(g, op) != nullptr;
+}
+
 bool nchw_pool_backward_beats_twin(const PoolGeometry& g, PoolOp op) {
+  if (nchw_pool_backward_runs_whole_rows(g, op)) return true;
   const NchwKernels kernel = nchw_kernels(g, op);
   if (!kernel.backward) return false;
   const bool few_channels = g.channels <= 8 && g.stride[2] == 2 && g.out[2] >= kernel.walk.lanes;
@@ -418,6 +436,10 @@ bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op) {
 
 void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, const float* x, const float* y,
                        const float* dy, float* dx, convjit_pool_row_fn compiled) {
+  if (const WholeRowsBackward whole_rows = whole_rows_backward(g, op)) {
+    for_plane_blocks(g, threads, 0, [&](int64_t first, int64_t end, float*) { whole_rows(g, dy, dx, first, end); });
+    return;
+  }
   const NchwKernels kernel = nchw_kernels(g, op);  // none for NHWC and Lp-norm
   if (kernel.backward) {
     const std::vector<NchwPoolRow> rows = nchw_pool_rows(g);

@@ -75,8 +75,11 @@ std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const ji
                                       const jit::SpecKey& key) {
   if (g.layout != Layout::NHWC) {
     if (nchw_pool_stays_on_tier0(g, key.op, op)) {
-      return is_pool_forward(key.op)
-                 ? "NCHW forward at W stride 2 on rows of a vector or more: tier 0's NCHW vector kernel"
+      if (is_pool_forward(key.op)) {
+        return "NCHW forward at W stride 2 on rows of a vector or more: tier 0's NCHW vector kernel";
+      }
+      return nchw_pool_backward_runs_whole_rows(g, op)
+                 ? "NCHW mean backward over windows of whole rows: tier 0's whole-rows kernel"
                  : "NCHW backward with windows tiling x, or few channels: tier 0's NCHW vector kernel";
     }
     return "NCHW without an NHWC twin (too large to copy, or no vector kernel)";

@@ -17,6 +17,7 @@
 #include "isa.hpp"
 #include "ops_internal.hpp"
 #include "pool_nchw.hpp"
+#include "pool_nchw_whole_rows.hpp"
 #include "pool_nhwc.hpp"
 #include "pool_window.hpp"
 #include "reference/reference.hpp"
@@ -315,6 +316,75 @@ TEST(PoolNchwKernels, EveryIsaGivesTheContractsBitsBothWays) {
   EXPECT_GT(padded, 0) << "no problem read padded rows";
   EXPECT_GT(in_place, 0) << "no problem read its planes in place";
   EXPECT_GT(tiled, 0) << "no problem's windows tiled x (backward's write-once path)";
+}
+
+struct NchwWholeRows {
+  const char* name;
+  jit::Isa isa;
+  bool (*supported)(const PoolGeometry&, PoolOp);
+  void (*backward)(const PoolGeometry&, const float*, float*, int64_t, int64_t);
+};
+
+const NchwWholeRows kWholeRowsIsas[] = {
+    {"avx2", jit::Isa::Avx2Fma, detail::avx2::pool_nchw_whole_rows_supported,
+     detail::avx2::pool_nchw_mean_backward_whole_rows},
+    {"avx512", jit::Isa::Avx512, detail::avx512::pool_nchw_whole_rows_supported,
+     detail::avx512::pool_nchw_mean_backward_whole_rows},
+};
+
+// NCHW mean backward over windows of whole input rows (global pooling and pooling along D and H
+// only: windows that never overlap, padding and dilation along D and H, uncovered rows,
+// exclude_padding): each ISA's kernel over a range of planes, and the driver, give the contract's
+// bits.
+TEST(PoolNchwKernels, WholeRowsMeanBackwardGivesTheContractsBits) {
+  int ran = 0, covered = 0, gaps = 0;
+  Rng rng(0x9103);
+  for (int i = 0; i < 80; ++i) {
+    PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NCHW);
+    const size_t w = size_t(d.rank - 1);
+    d.in_size[w] += 20 * (i % 3);  // rows of one vector or several
+    d.window[w] = d.stride[w] = d.in_size[w];
+    d.dilation[w] = 1;
+    d.pad_begin[w] = d.pad_end[w] = 0;
+    for (size_t j = 0; j < w; ++j) {  // never overlapping along D and H; every fourth a whole plane
+      if (i % 4 == 0) {
+        d.window[j] = d.stride[j] = d.in_size[j];
+        d.dilation[j] = 1;
+        d.pad_begin[j] = d.pad_end[j] = 0;
+      }
+      d.stride[j] = std::max(d.stride[j], (d.window[j] - 1) * d.dilation[j] + 1 + i % 2);
+    }
+    d.exclude_padding = i % 5 == 0;
+    detail::PoolGeometry g;
+    if (!detail::make_pool_geometry(d.to_c(), &g).ok()) continue;
+    const std::string context = "mean " + describe(d);
+    const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), false, false);
+    const std::vector<float> y = contract_forward(d, PoolOp::Mean, x);
+    const std::vector<float> dy = awkward_values(rng, int64_t(y.size()), false, i % 3 == 1);
+    const std::vector<float> dx_want = contract_backward(d, PoolOp::Mean, x, y, dy);
+    std::vector<float> dx_driver = nan_buffer(int64_t(x.size()));
+    detail::run_pool_backward(PoolOp::Mean, g, 1, 0.0f, x.data(), y.data(), dy.data(), dx_driver.data());
+    EXPECT_TRUE(bitwise_equal("dx (driver)", dx_driver, dx_want, pool_input_shape(d), context));
+    const int64_t planes = g.batch * g.channels, first = planes > 1 ? 1 : 0;
+    for (const NchwWholeRows& k : kWholeRowsIsas) {
+      if (!jit::host_has(k.isa)) continue;
+      ASSERT_TRUE(k.supported(g, PoolOp::Mean)) << k.name << " " << context;
+      SCOPED_TRACE(std::string(k.name) + " " + context);
+      std::vector<float> dx = nan_buffer(int64_t(x.size()));
+      k.backward(g, dy.data(), dx.data(), first, planes);
+      expect_planes(dx, dx_want, int64_t(x.size()) / planes, first);
+      ++ran;
+    }
+    bool covers = true;  // every input element in a window: nothing for the kernel to zero
+    for (int j = 0; j < 2; ++j) {
+      covers = covers && g.pad_begin[j] == 0 && g.window[j] == g.stride[j] && g.dilation[j] == 1 &&
+               g.out[j] * g.stride[j] == g.in[j];
+    }
+    ++(covers ? covered : gaps);
+  }
+  if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: only the portable path was compared";
+  EXPECT_GT(covered, 0) << "no problem's windows covered the planes";
+  EXPECT_GT(gaps, 0) << "no problem left rows for the kernel to zero";
 }
 
 // Windows whose max is -inf or NaN in some lanes: inner vectors form them again tracking numbers.

@@ -393,8 +393,9 @@ TEST(EveryOp, MaxAndMeanPoolingReachTheJitTier) {
 
 // NCHW max and mean pooling stays on tier 0's NCHW kernel where it beats the twin, declined with
 // the reason: forward at W stride 2 on rows of a vector or more, padding along W or not; backward
-// where 2-tap windows tile x, or with at most 8 channels. Elsewhere (stride 1, rows under a vector,
-// overlapping windows over many channels) the NHWC twin's compiled rows run. Every tier the generic
+// where 2-tap windows tile x, or with at most 8 channels, and mean over windows of whole rows.
+// Elsewhere (stride 1, rows under a vector, overlapping windows over many channels) the NHWC
+// twin's compiled rows run. Every tier the generic
 // one's bits and the oracle's values.
 TEST(EveryOp, NchwPoolingStaysOnTierZeroWhereItsKernelBeatsTheTwin) {
   Runtime generic(policy_with(Backend::None, 1));
@@ -433,6 +434,27 @@ TEST(EveryOp, NchwPoolingStaysOnTierZeroWhereItsKernelBeatsTheTwin) {
         EXPECT_EQ(c.state, "jit") << c.failure;
         EXPECT_NE(c.kernel.find("_nhwc__"), std::string::npos) << c.kernel;
       }
+    }
+  }
+  // Global pooling (windows of whole rows): mean backward stays on tier 0's whole-rows kernel,
+  // the other ops run the twin's compiled rows.
+  PoolDims global;
+  global.rank = 2;
+  global.layout = Layout::NCHW;
+  global.batch = 2;
+  global.channels = 9;
+  global.in_size = {5, 7, 1};
+  global.window = {5, 7, 1};
+  global.stride = {5, 7, 1};
+  for (Op op : {Op::MaxPoolForward, Op::MeanPoolForward, Op::MaxPoolBackward, Op::MeanPoolBackward}) {
+    const OpCall call = pool_call(op, global, rng.next());
+    SCOPED_TRACE(call.context);
+    const ConfigStats c = three_calls_as_generic(generic, call, 2);
+    if (op == Op::MeanPoolBackward) {
+      EXPECT_EQ(c.state, "declined");
+      EXPECT_EQ(c.failure, "NCHW mean backward over windows of whole rows: tier 0's whole-rows kernel");
+    } else {
+      EXPECT_EQ(c.state, "jit") << c.failure;
     }
   }
 }
