@@ -46,8 +46,13 @@ void run_pool_backward(PoolOp op, const PoolGeometry& g, int threads, float p, c
 bool pool_runs_channels_in_lanes(const PoolGeometry& g, PoolOp op);
 // Whether g's NCHW max or mean pooling forward is faster on its own vector kernel (pool_nchw.hpp)
 // than as its NHWC twin: W stride 2 and rows of a vector or more, as measured (bench/RESULTS.md,
-// "Session 18"; at stride 1 and on shorter rows the twin's channels in lanes won).
+// "Session 18"; at stride 1 and on shorter rows the twin's channels in lanes won); and over
+// windows of whole input rows (nchw_pool_forward_runs_whole_rows).
 bool nchw_pool_forward_beats_twin(const PoolGeometry& g, PoolOp op);
+// Whether g's NCHW max or mean pooling forward runs the whole-rows kernel (pool_nchw_whole_rows.hpp):
+// windows of whole input rows (global pooling); it beat the twin there (bench/RESULTS.md,
+// "Session 19").
+bool nchw_pool_forward_runs_whole_rows(const PoolGeometry& g, PoolOp op);
 // And backward: where 2-tap windows tile x in place (each dx element written once), or with at
 // most 8 channels (the twin's lanes half empty) at W stride 2 on rows of a vector or more; where
 // windows overlap, the kernel's read-add-write of dx per tap lost to the twin (bench/RESULTS.md,

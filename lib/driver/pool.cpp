@@ -87,12 +87,29 @@ NchwKernels nchw_kernels(const PoolGeometry& g, PoolOp op) {
   return k;
 }
 
-// NCHW mean backward over windows of whole input rows, where an ISA kernel takes g.
+// NCHW pooling over windows of whole input rows (pool_nchw_whole_rows.hpp), where an ISA kernel
+// takes g and op.
+using WholeRowsForward = void (*)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t);
 using WholeRowsBackward = void (*)(const PoolGeometry&, const float*, float*, int64_t, int64_t);
-WholeRowsBackward whole_rows_backward(const PoolGeometry& g, PoolOp op) {
+
+WholeRowsForward whole_rows_forward(const PoolGeometry& g, PoolOp op) {
 #if defined(__x86_64__)
-  if (avx512::pool_nchw_whole_rows_supported(g, op)) return avx512::pool_nchw_mean_backward_whole_rows;
-  if (avx2::pool_nchw_whole_rows_supported(g, op)) return avx2::pool_nchw_mean_backward_whole_rows;
+  if (avx512::pool_nchw_whole_rows_forward_supported(g, op)) return avx512::pool_nchw_whole_rows_forward;
+  if (avx2::pool_nchw_whole_rows_forward_supported(g, op)) return avx2::pool_nchw_whole_rows_forward;
+#endif
+  (void)g;
+  (void)op;
+  return nullptr;
+}
+
+// Backward only for one window per plane (global pooling): where a plane holds several windows of
+// a few vectors, the masked store ending each stalled the loads after it and the twin won
+// (bench/RESULTS.md, "Session 19").
+WholeRowsBackward whole_rows_backward(const PoolGeometry& g, PoolOp op) {
+  if (g.out[0] * g.out[1] != 1) return nullptr;
+#if defined(__x86_64__)
+  if (avx512::pool_nchw_whole_rows_backward_supported(g, op)) return avx512::pool_nchw_mean_backward_whole_rows;
+  if (avx2::pool_nchw_whole_rows_backward_supported(g, op)) return avx2::pool_nchw_mean_backward_whole_rows;
 #endif
   (void)g;
   (void)op;
@@ -294,6 +311,10 @@ struct NchwForwardPlanes {
 template <PoolOp Op>
 void forward(const PoolGeometry& g, int threads, float p, const float* x, float* y, convjit_pool_row_fn compiled) {
   if (g.layout == Layout::NCHW) {
+    if (const WholeRowsForward whole_rows = whole_rows_forward(g, Op)) {
+      for_plane_blocks(g, threads, 0, [&](int64_t first, int64_t end, float*) { whole_rows(g, Op, x, y, first, end); });
+      return;
+    }
     const NchwKernels kernel = nchw_kernels(g, Op);
     if (kernel.forward) {
       const std::vector<NchwPoolRow> rows = nchw_pool_rows(g);
@@ -413,7 +434,12 @@ bool pool_runs_compiled_rows(const PoolGeometry& g, PoolOp op) {
   return nhwc_forward_kernel(g, op) != nullptr && !is_empty(interior_outputs(g));
 }
 
+bool nchw_pool_forward_runs_whole_rows(const PoolGeometry& g, PoolOp op) {
+  return whole_rows_forward(g, op) != nullptr;
+}
+
 bool nchw_pool_forward_beats_twin(const PoolGeometry& g, PoolOp op) {
+  if (nchw_pool_forward_runs_whole_rows(g, op)) return true;
   const NchwKernels kernel = nchw_kernels(g, op);
   return kernel.forward != nullptr && g.stride[2] == 2 && g.out[2] >= kernel.walk.lanes;
 }

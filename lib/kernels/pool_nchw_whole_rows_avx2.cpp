@@ -3,9 +3,25 @@
 #include "simd_avx2.hpp"
 
 namespace convjit::detail::avx2 {
+namespace {
 
-bool pool_nchw_whole_rows_supported(const PoolGeometry& g, PoolOp op) {
-  return whole_rows_fit(g, op) && jit::host_has(jit::Isa::Avx2Fma);
+bool host_runs_this_build() {
+  return jit::host_has(jit::Isa::Avx2Fma);
+}
+
+}  // namespace
+
+bool pool_nchw_whole_rows_forward_supported(const PoolGeometry& g, PoolOp op) {
+  return whole_rows_fit(g) && op != PoolOp::LpNorm && host_runs_this_build();
+}
+
+bool pool_nchw_whole_rows_backward_supported(const PoolGeometry& g, PoolOp op) {
+  return whole_rows_fit(g) && windows_never_overlap(g) && op == PoolOp::Mean && host_runs_this_build();
+}
+
+void pool_nchw_whole_rows_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t first_plane,
+                                  int64_t end_plane) {
+  run_whole_rows_forward<Avx2Floats>(g, op, x, y, first_plane, end_plane);
 }
 
 void pool_nchw_mean_backward_whole_rows(const PoolGeometry& g, const float* dy, float* dx, int64_t first_plane,

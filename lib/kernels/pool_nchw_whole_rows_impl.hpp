@@ -3,24 +3,118 @@
 // several ISAs").
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#include "pool_lanes.hpp"
 #include "pool_nchw_whole_rows.hpp"
 #include "pool_window.hpp"
 
 namespace convjit::detail {
 namespace {
 
-// Windows of whole input rows along W, never overlapping along D and H (each dx element gets at
-// most one share: written, not added to what the plane holds).
-inline bool whole_rows_fit(const PoolGeometry& g, PoolOp op) {
-  if (g.layout != Layout::NCHW || op != PoolOp::Mean) return false;
-  if (g.window[2] != g.in[2] || g.pad_begin[2] != 0 || g.dilation[2] != 1 || g.out[2] != 1) return false;
+// Windows of whole input rows along W: the window is the row, no padding there, one output.
+inline bool whole_rows_fit(const PoolGeometry& g) {
+  return g.layout == Layout::NCHW && g.window[2] == g.in[2] && g.pad_begin[2] == 0 && g.dilation[2] == 1 &&
+         g.out[2] == 1;
+}
+
+// Backward also needs windows that never overlap along D and H (each dx element gets at most one
+// share: written, not added to what the plane holds).
+inline bool windows_never_overlap(const PoolGeometry& g) {
   for (int d = 0; d < 2; ++d) {
     if (g.stride[d] < (g.window[d] - 1) * g.dilation[d] + 1) return false;
   }
   return true;
+}
+
+// A window's real taps as runs of consecutive floats: rows_d x rows_h runs of `run` floats from
+// first_tap, step_d and step_h apart; H rows that follow each other are one run.
+struct WindowRuns {
+  int64_t first_tap, rows_d, rows_h, run, step_d, step_h;
+};
+inline WindowRuns window_runs(const PoolGeometry& g, const Window& win) {
+  WindowRuns r;
+  r.step_d = g.dilation[0] * g.x.spatial[0];
+  r.step_h = g.dilation[1] * g.x.spatial[1];
+  r.first_tap = (win.origin[0] + win.lo[0] * g.dilation[0]) * g.x.spatial[0] +
+                (win.origin[1] + win.lo[1] * g.dilation[1]) * g.x.spatial[1];
+  r.rows_d = win.hi[0] - win.lo[0];
+  r.rows_h = win.hi[1] - win.lo[1];
+  r.run = g.in[2];
+  if (r.step_h == g.in[2]) {
+    r.run *= r.rows_h;
+    r.rows_h = 1;
+  }
+  return r;
+}
+
+// Forward, kLanes planes at a time with the planes in the lanes: each tile of kLanes taps of their
+// runs is transposed in registers, and its taps go into the outputs in window order (pool_lanes.hpp:
+// the scalar path's operations lane by lane).
+template <typename F, bool Max>
+void whole_rows_forward(const PoolGeometry& g, const float* x, float* y, int64_t first_plane, int64_t end_plane) {
+  constexpr int kLanes = F::kLanes;
+  const float padded_divisor = window_taps(g);
+  int64_t n = first_plane / g.channels, c = first_plane % g.channels;
+  for (int64_t p0 = first_plane; p0 < end_plane; p0 += kLanes) {
+    const int64_t planes = std::min<int64_t>(kLanes, end_plane - p0);
+    const float* x_planes[kLanes];
+    float* y_planes[kLanes];
+    for (int64_t i = 0; i < planes; ++i) {
+      x_planes[i] = x + n * g.x.batch + c * g.x.channel;
+      y_planes[i] = y + n * g.y.batch + c * g.y.channel;
+      if (++c == g.channels) {
+        c = 0;
+        ++n;
+      }
+    }
+    int64_t o[3] = {0, 0, 0};
+    for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
+      for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
+        const Window win = clip_window(g, o);
+        const WindowRuns runs = window_runs(g, win);
+        PoolLanes<F, Max> lanes;
+        for (int64_t a = 0; a < runs.rows_d; ++a) {
+          for (int64_t b = 0; b < runs.rows_h; ++b) {
+            const int64_t offset = runs.first_tap + a * runs.step_d + b * runs.step_h;
+            for (int64_t t = 0; t < runs.run; t += kLanes) {
+              const int64_t count = std::min<int64_t>(kLanes, runs.run - t);
+              typename F::Vec tile[kLanes];
+              if (planes == kLanes && count == kLanes) {  // the common case: unmasked, unrolled
+#pragma GCC unroll 16
+                for (int i = 0; i < kLanes; ++i) tile[i] = F::load(x_planes[i] + offset + t);
+                F::transpose(tile);
+#pragma GCC unroll 16
+                for (int j = 0; j < kLanes; ++j) lanes.add(tile[j]);
+                continue;
+              }
+              const typename F::Mask taps = F::first_lanes(count);
+#pragma GCC unroll 16
+              for (int i = 0; i < kLanes; ++i)
+                tile[i] = i < planes ? F::load(x_planes[i] + offset + t, taps) : F::zero();
+              F::transpose(tile);
+              for (int64_t j = 0; j < count; ++j) lanes.add(tile[j]);
+            }
+          }
+        }
+        const float divisor = g.exclude_padding ? float(win.real_taps()) : padded_divisor;
+        alignas(64) float out[kLanes];
+        F::store(out, lanes.result(win.real_taps() > 0, divisor));
+        const int64_t y_offset = o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1];
+        for (int64_t i = 0; i < planes; ++i) y_planes[i][y_offset] = out[i];
+      }
+    }
+  }
+  F::leave();
+}
+
+template <typename F>
+void run_whole_rows_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t first_plane,
+                            int64_t end_plane) {
+  if (op == PoolOp::Max) return whole_rows_forward<F, true>(g, x, y, first_plane, end_plane);
+  whole_rows_forward<F, false>(g, x, y, first_plane, end_plane);
 }
 
 // Whether the windows cover every input element (they tile the plane: no padding, stride =
@@ -55,34 +149,26 @@ void run_mean_backward_whole_rows(const PoolGeometry& g, const float* dy, float*
   }
   const float padded_divisor = window_taps(g);
   const typename F::Vec zero = F::zero();
-  int64_t o[3];
+  int64_t o[3] = {0, 0, 0};
   for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
     for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
-      for (o[2] = 0; o[2] < g.out[2]; ++o[2]) {
-        const Window win = clip_window(g, o);
-        if (win.real_taps() == 0) continue;
-        const float divisor = g.exclude_padding ? float(win.real_taps()) : padded_divisor;
-        const int64_t step_d = g.dilation[0] * g.x.spatial[0], step_h = g.dilation[1] * g.x.spatial[1];
-        const int64_t first_tap = (win.origin[0] + win.lo[0] * g.dilation[0]) * g.x.spatial[0] +
-                                  (win.origin[1] + win.lo[1] * g.dilation[1]) * g.x.spatial[1] + win.origin[2] +
-                                  win.lo[2];
-        int64_t rows_d = win.hi[0] - win.lo[0], rows_h = win.hi[1] - win.lo[1], run = g.in[2];
-        if (step_h == g.in[2]) {  // consecutive rows: one run
-          run *= rows_h;
-          rows_h = 1;
+      const Window win = clip_window(g, o);
+      if (win.real_taps() == 0) continue;
+      const float divisor = g.exclude_padding ? float(win.real_taps()) : padded_divisor;
+      const WindowRuns runs = window_runs(g, win);
+      const int64_t y_offset = o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1];
+      int64_t n = first_plane / channels, c = first_plane % channels;
+      for (int64_t plane = first_plane; plane < end_plane; ++plane) {
+        float* window = dx + n * x_batch + c * x_channel + runs.first_tap;
+        const typename F::Vec share = F::add(zero, F::set1(dy[n * y_batch + c * y_channel + y_offset] / divisor));
+        for (int64_t a = 0; a < runs.rows_d; ++a) {
+          for (int64_t b = 0; b < runs.rows_h; ++b) {
+            fill_run<F>(window + a * runs.step_d + b * runs.step_h, runs.run, share);
+          }
         }
-        const int64_t y_offset = o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1] + o[2] * g.y.spatial[2];
-        int64_t n = first_plane / channels, c = first_plane % channels;
-        for (int64_t plane = first_plane; plane < end_plane; ++plane) {
-          float* window = dx + n * x_batch + c * x_channel + first_tap;
-          const typename F::Vec share = F::add(zero, F::set1(dy[n * y_batch + c * y_channel + y_offset] / divisor));
-          for (int64_t a = 0; a < rows_d; ++a) {
-            for (int64_t b = 0; b < rows_h; ++b) fill_run<F>(window + a * step_d + b * step_h, run, share);
-          }
-          if (++c == channels) {
-            c = 0;
-            ++n;
-          }
+        if (++c == channels) {
+          c = 0;
+          ++n;
         }
       }
     }

@@ -62,6 +62,25 @@ struct Avx2Floats {
   static Vec zip_high(Vec a, Vec b) {
     return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x31);
   }
+  // rows[j] lane i becomes rows[i] lane j (an 8 x 8 transpose in registers).
+  static void transpose(Vec (&rows)[kLanes]) {
+    Vec t[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(rows[i], rows[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(rows[i], rows[i + 1]);
+    }
+    Vec u[8];
+    for (int i = 0; i < 8; i += 4) {
+      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; ++i) {
+      rows[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+      rows[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+  }
   static Vec set1(float v) { return _mm256_set1_ps(v); }
   static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }

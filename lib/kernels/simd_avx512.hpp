@@ -62,6 +62,34 @@ struct Avx512Floats {
     const __m512i high = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     return _mm512_permutex2var_ps(a, high, b);
   }
+  // rows[j] lane i becomes rows[i] lane j (a 16 x 16 transpose in registers): pairs of rows
+  // interleaved, then pairs of pairs, then the 128-bit quarters gathered in two steps. (Zero-masked
+  // forms with every lane: GCC 12's plain ones pass an undefined vector and warn about it.)
+  static void transpose(Vec (&rows)[kLanes]) {
+    Vec t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_maskz_unpacklo_ps(all_lanes(), rows[i], rows[i + 1]);
+      t[i + 1] = _mm512_maskz_unpackhi_ps(all_lanes(), rows[i], rows[i + 1]);
+    }
+    for (int m = 0; m < 16; m += 4) {  // u[m + c]: quarter q holds rows m..m+3 of column 4q + c
+      const __m512d a = _mm512_castps_pd(t[m]), b = _mm512_castps_pd(t[m + 2]);
+      const __m512d c = _mm512_castps_pd(t[m + 1]), d = _mm512_castps_pd(t[m + 3]);
+      u[m] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(__mmask8(0xFF), a, b));
+      u[m + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(__mmask8(0xFF), a, b));
+      u[m + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(__mmask8(0xFF), c, d));
+      u[m + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(__mmask8(0xFF), c, d));
+    }
+    for (int c = 0; c < 4; ++c) {
+      const Vec even_01 = _mm512_maskz_shuffle_f32x4(all_lanes(), u[c], u[4 + c], 0x88),
+                odd_01 = _mm512_maskz_shuffle_f32x4(all_lanes(), u[c], u[4 + c], 0xDD);
+      const Vec even_23 = _mm512_maskz_shuffle_f32x4(all_lanes(), u[8 + c], u[12 + c], 0x88);
+      const Vec odd_23 = _mm512_maskz_shuffle_f32x4(all_lanes(), u[8 + c], u[12 + c], 0xDD);
+      rows[c] = _mm512_maskz_shuffle_f32x4(all_lanes(), even_01, even_23, 0x88);
+      rows[8 + c] = _mm512_maskz_shuffle_f32x4(all_lanes(), even_01, even_23, 0xDD);
+      rows[4 + c] = _mm512_maskz_shuffle_f32x4(all_lanes(), odd_01, odd_23, 0x88);
+      rows[12 + c] = _mm512_maskz_shuffle_f32x4(all_lanes(), odd_01, odd_23, 0xDD);
+    }
+  }
   static Vec set1(float v) { return _mm512_set1_ps(v); }
   static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }

@@ -76,7 +76,9 @@ std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const ji
   if (g.layout != Layout::NHWC) {
     if (nchw_pool_stays_on_tier0(g, key.op, op)) {
       if (is_pool_forward(key.op)) {
-        return "NCHW forward at W stride 2 on rows of a vector or more: tier 0's NCHW vector kernel";
+        return nchw_pool_forward_runs_whole_rows(g, op)
+                   ? "NCHW forward over windows of whole rows: tier 0's whole-rows kernel"
+                   : "NCHW forward at W stride 2 on rows of a vector or more: tier 0's NCHW vector kernel";
       }
       return nchw_pool_backward_runs_whole_rows(g, op)
                  ? "NCHW mean backward over windows of whole rows: tier 0's whole-rows kernel"

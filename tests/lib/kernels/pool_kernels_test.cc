@@ -321,23 +321,24 @@ TEST(PoolNchwKernels, EveryIsaGivesTheContractsBitsBothWays) {
 struct NchwWholeRows {
   const char* name;
   jit::Isa isa;
-  bool (*supported)(const PoolGeometry&, PoolOp);
+  bool (*supported)(const PoolGeometry&, PoolOp);  // backward's: forward takes more
+  void (*forward)(const PoolGeometry&, PoolOp, const float*, float*, int64_t, int64_t);
   void (*backward)(const PoolGeometry&, const float*, float*, int64_t, int64_t);
 };
 
 const NchwWholeRows kWholeRowsIsas[] = {
-    {"avx2", jit::Isa::Avx2Fma, detail::avx2::pool_nchw_whole_rows_supported,
-     detail::avx2::pool_nchw_mean_backward_whole_rows},
-    {"avx512", jit::Isa::Avx512, detail::avx512::pool_nchw_whole_rows_supported,
-     detail::avx512::pool_nchw_mean_backward_whole_rows},
+    {"avx2", jit::Isa::Avx2Fma, detail::avx2::pool_nchw_whole_rows_backward_supported,
+     detail::avx2::pool_nchw_whole_rows_forward, detail::avx2::pool_nchw_mean_backward_whole_rows},
+    {"avx512", jit::Isa::Avx512, detail::avx512::pool_nchw_whole_rows_backward_supported,
+     detail::avx512::pool_nchw_whole_rows_forward, detail::avx512::pool_nchw_mean_backward_whole_rows},
 };
 
-// NCHW mean backward over windows of whole input rows (global pooling and pooling along D and H
-// only: windows that never overlap, padding and dilation along D and H, uncovered rows,
-// exclude_padding): each ISA's kernel over a range of planes, and the driver, give the contract's
-// bits.
-TEST(PoolNchwKernels, WholeRowsMeanBackwardGivesTheContractsBits) {
-  int ran = 0, covered = 0, gaps = 0;
+// NCHW pooling over windows of whole input rows (global pooling, and pooling along D and H only:
+// padding and dilation there, uncovered rows, exclude_padding, NaN and infinities; backward
+// where the windows never overlap): each ISA's kernels over a range of planes, and the driver,
+// give the contract's bits, max and mean forward, mean backward.
+TEST(PoolNchwKernels, WholeRowsKernelsGiveTheContractsBitsBothWays) {
+  int ran = 0, covered = 0, gaps = 0, overlapping = 0;
   Rng rng(0x9103);
   for (int i = 0; i < 80; ++i) {
     PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NCHW);
@@ -346,45 +347,65 @@ TEST(PoolNchwKernels, WholeRowsMeanBackwardGivesTheContractsBits) {
     d.window[w] = d.stride[w] = d.in_size[w];
     d.dilation[w] = 1;
     d.pad_begin[w] = d.pad_end[w] = 0;
-    for (size_t j = 0; j < w; ++j) {  // never overlapping along D and H; every fourth a whole plane
+    for (size_t j = 0; j < w; ++j) {  // every fourth a whole plane; some overlapping along D and H
       if (i % 4 == 0) {
         d.window[j] = d.stride[j] = d.in_size[j];
         d.dilation[j] = 1;
         d.pad_begin[j] = d.pad_end[j] = 0;
       }
-      d.stride[j] = std::max(d.stride[j], (d.window[j] - 1) * d.dilation[j] + 1 + i % 2);
+      const bool overlap = (i % 6 == 2 || i % 6 == 4) && i % 4 != 0;  // ranks 3 and 2
+      if (!overlap) {
+        d.stride[j] = std::max(d.stride[j], (d.window[j] - 1) * d.dilation[j] + 1 + i % 2);
+      } else {
+        d.window[j] = std::min<int64_t>(std::max<int64_t>(d.window[j], 2), d.in_size[j]);
+        d.stride[j] = 1;
+      }
     }
     d.exclude_padding = i % 5 == 0;
     detail::PoolGeometry g;
     if (!detail::make_pool_geometry(d.to_c(), &g).ok()) continue;
-    const std::string context = "mean " + describe(d);
-    const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), false, false);
-    const std::vector<float> y = contract_forward(d, PoolOp::Mean, x);
-    const std::vector<float> dy = awkward_values(rng, int64_t(y.size()), false, i % 3 == 1);
-    const std::vector<float> dx_want = contract_backward(d, PoolOp::Mean, x, y, dy);
-    std::vector<float> dx_driver = nan_buffer(int64_t(x.size()));
-    detail::run_pool_backward(PoolOp::Mean, g, 1, 0.0f, x.data(), y.data(), dy.data(), dx_driver.data());
-    EXPECT_TRUE(bitwise_equal("dx (driver)", dx_driver, dx_want, pool_input_shape(d), context));
     const int64_t planes = g.batch * g.channels, first = planes > 1 ? 1 : 0;
-    for (const NchwWholeRows& k : kWholeRowsIsas) {
-      if (!jit::host_has(k.isa)) continue;
-      ASSERT_TRUE(k.supported(g, PoolOp::Mean)) << k.name << " " << context;
-      SCOPED_TRACE(std::string(k.name) + " " + context);
-      std::vector<float> dx = nan_buffer(int64_t(x.size()));
-      k.backward(g, dy.data(), dx.data(), first, planes);
-      expect_planes(dx, dx_want, int64_t(x.size()) / planes, first);
-      ++ran;
+    const std::vector<float> x = awkward_values(rng, ref::pool_input_elements(d), i % 2 == 1, i % 3 == 2);
+    for (PoolOp op : {PoolOp::Max, PoolOp::Mean}) {
+      const std::string context = std::string(op == PoolOp::Max ? "max " : "mean ") + describe(d);
+      const std::vector<float> y_want = contract_forward(d, op, x);
+      std::vector<float> y_driver = nan_buffer(int64_t(y_want.size()));
+      detail::run_pool_forward(op, g, 1, 0.0f, x.data(), y_driver.data());
+      EXPECT_TRUE(bitwise_equal("y (driver)", y_driver, y_want, pool_output_shape(d), context));
+      const std::vector<float> dy = awkward_values(rng, int64_t(y_want.size()), false, i % 3 == 1);
+      const std::vector<float> dx_want = contract_backward(d, op, x, y_want, dy);
+      const bool backward = op == PoolOp::Mean;
+      if (backward) {
+        std::vector<float> dx_driver = nan_buffer(int64_t(x.size()));
+        detail::run_pool_backward(op, g, 1, 0.0f, x.data(), y_want.data(), dy.data(), dx_driver.data());
+        EXPECT_TRUE(bitwise_equal("dx (driver)", dx_driver, dx_want, pool_input_shape(d), context));
+      }
+      for (const NchwWholeRows& k : kWholeRowsIsas) {
+        if (!jit::host_has(k.isa)) continue;
+        SCOPED_TRACE(std::string(k.name) + " " + context);
+        std::vector<float> y = nan_buffer(int64_t(y_want.size()));
+        k.forward(g, op, x.data(), y.data(), first, planes);
+        expect_planes(y, y_want, int64_t(y_want.size()) / planes, first);
+        ++ran;
+        if (!backward || !k.supported(g, op)) continue;
+        std::vector<float> dx = nan_buffer(int64_t(x.size()));
+        k.backward(g, dy.data(), dx.data(), first, planes);
+        expect_planes(dx, dx_want, int64_t(x.size()) / planes, first);
+      }
     }
-    bool covers = true;  // every input element in a window: nothing for the kernel to zero
+    bool covers = true, overlaps = false;  // covers: every input element in a window, none to zero
     for (int j = 0; j < 2; ++j) {
       covers = covers && g.pad_begin[j] == 0 && g.window[j] == g.stride[j] && g.dilation[j] == 1 &&
                g.out[j] * g.stride[j] == g.in[j];
+      overlaps = overlaps || g.stride[j] < (g.window[j] - 1) * g.dilation[j] + 1;
     }
     ++(covers ? covered : gaps);
+    overlapping += overlaps;
   }
   if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: only the portable path was compared";
   EXPECT_GT(covered, 0) << "no problem's windows covered the planes";
-  EXPECT_GT(gaps, 0) << "no problem left rows for the kernel to zero";
+  EXPECT_GT(gaps, 0) << "no problem left rows for the backward kernel to zero";
+  EXPECT_GT(overlapping, 0) << "no problem's windows overlapped (forward only)";
 }
 
 // Windows whose max is -inf or NaN in some lanes: inner vectors form them again tracking numbers.
