@@ -21,29 +21,32 @@ inline bool whole_rows_fit(const PoolGeometry& g) {
 }
 
 // Backward also needs windows that never overlap along D and H (each dx element gets at most one
-// share: written, not added to what the plane holds).
+// share: written, not added to what the plane holds); one window along a dim overlaps none.
+// (window - 1) * dilation fits int64: validated.
 inline bool windows_never_overlap(const PoolGeometry& g) {
   for (int d = 0; d < 2; ++d) {
-    if (g.stride[d] < (g.window[d] - 1) * g.dilation[d] + 1) return false;
+    if (g.out[d] > 1 && g.stride[d] <= (g.window[d] - 1) * g.dilation[d]) return false;
   }
   return true;
 }
 
 // A window's real taps as runs of consecutive floats: rows_d x rows_h runs of `run` floats from
-// first_tap, step_d and step_h apart; H rows that follow each other are one run.
+// first_tap, step_d and step_h apart; H rows that follow each other are one run. For a window with
+// a real tap only: its first real coordinates, and a step only where two real rows make it
+// smaller than the plane (a dilation of any size times x's strides need not fit int64).
 struct WindowRuns {
   int64_t first_tap, rows_d, rows_h, run, step_d, step_h;
 };
 inline WindowRuns window_runs(const PoolGeometry& g, const Window& win) {
   WindowRuns r;
-  r.step_d = g.dilation[0] * g.x.spatial[0];
-  r.step_h = g.dilation[1] * g.x.spatial[1];
-  r.first_tap = (win.origin[0] + win.lo[0] * g.dilation[0]) * g.x.spatial[0] +
-                (win.origin[1] + win.lo[1] * g.dilation[1]) * g.x.spatial[1];
   r.rows_d = win.hi[0] - win.lo[0];
   r.rows_h = win.hi[1] - win.lo[1];
+  r.step_d = r.rows_d > 1 ? g.dilation[0] * g.x.spatial[0] : 0;
+  r.step_h = r.rows_h > 1 ? g.dilation[1] * g.x.spatial[1] : 0;
+  r.first_tap = (win.origin[0] + win.lo[0] * g.dilation[0]) * g.x.spatial[0] +
+                (win.origin[1] + win.lo[1] * g.dilation[1]) * g.x.spatial[1];
   r.run = g.in[2];
-  if (r.step_h == g.in[2]) {
+  if (r.rows_h > 1 && r.step_h == g.in[2]) {
     r.run *= r.rows_h;
     r.rows_h = 1;
   }
@@ -74,7 +77,8 @@ void whole_rows_forward(const PoolGeometry& g, const float* x, float* y, int64_t
     for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
       for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
         const Window win = clip_window(g, o);
-        const WindowRuns runs = window_runs(g, win);
+        const bool any_tap = win.real_taps() > 0;
+        const WindowRuns runs = any_tap ? window_runs(g, win) : WindowRuns{};
         PoolLanes<F, Max> lanes;
         for (int64_t a = 0; a < runs.rows_d; ++a) {
           for (int64_t b = 0; b < runs.rows_h; ++b) {
@@ -101,7 +105,7 @@ void whole_rows_forward(const PoolGeometry& g, const float* x, float* y, int64_t
         }
         const float divisor = g.exclude_padding ? float(win.real_taps()) : padded_divisor;
         alignas(64) float out[kLanes];
-        F::store(out, lanes.result(win.real_taps() > 0, divisor));
+        F::store(out, lanes.result(any_tap, divisor));
         const int64_t y_offset = o[0] * g.y.spatial[0] + o[1] * g.y.spatial[1];
         for (int64_t i = 0; i < planes; ++i) y_planes[i][y_offset] = out[i];
       }

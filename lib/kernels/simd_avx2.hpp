@@ -63,7 +63,7 @@ struct Avx2Floats {
     return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x31);
   }
   // rows[j] lane i becomes rows[i] lane j (an 8 x 8 transpose in registers).
-  static void transpose(Vec (&rows)[kLanes]) {
+  __attribute__((always_inline)) static void transpose(Vec (&rows)[kLanes]) {
     Vec t[8];
     for (int i = 0; i < 8; i += 2) {
       t[i] = _mm256_unpacklo_ps(rows[i], rows[i + 1]);

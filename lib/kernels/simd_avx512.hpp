@@ -65,7 +65,7 @@ struct Avx512Floats {
   // rows[j] lane i becomes rows[i] lane j (a 16 x 16 transpose in registers): pairs of rows
   // interleaved, then pairs of pairs, then the 128-bit quarters gathered in two steps. (Zero-masked
   // forms with every lane: GCC 12's plain ones pass an undefined vector and warn about it.)
-  static void transpose(Vec (&rows)[kLanes]) {
+  __attribute__((always_inline)) static void transpose(Vec (&rows)[kLanes]) {
     Vec t[16], u[16];
     for (int i = 0; i < 16; i += 2) {
       t[i] = _mm512_maskz_unpacklo_ps(all_lanes(), rows[i], rows[i + 1]);

@@ -103,6 +103,42 @@ TEST(ExtremeParameters, EveryPoolOpMatchesTheReference) {
   }
 }
 
+// NCHW windows of whole rows (the whole-rows kernels) with D/H steps no int64 holds times x's
+// strides: a dilation of 2^62 reaching into padding as large, a window wholly in padding of 2^62
+// before the input, and one window of that dilation (mean backward's kernel). Every pool op
+// matches the oracle, and the sanitizer build sees no overflow.
+TEST(ExtremeParameters, WholeRowWindowsWithHugeStepsAlongH) {
+  constexpr int64_t kVast = int64_t(1) << 62;
+  PoolDims base;
+  base.rank = 2;
+  base.layout = Layout::NCHW;
+  base.batch = 2;
+  base.channels = 17;
+  base.in_size = {2, 9, 1};  // 18 taps a window: the whole-rows forward takes it
+  base.window = {2, 9, 1};
+  base.stride = {1, 1, 1};
+  std::vector<PoolDims> shapes;
+  PoolDims dilated = base;  // a second row 2^62 on: in the padding
+  dilated.dilation = {kVast, 1, 1};
+  dilated.pad_end = {kVast, 0, 0};
+  shapes.push_back(dilated);
+  PoolDims one_window = dilated;  // a stride past the padding: one output along H
+  one_window.stride = {kVast + 1, 1, 1};
+  shapes.push_back(one_window);
+  PoolDims in_padding = base;  // output 0's window wholly in 2^62 of padding
+  in_padding.in_size = {4, 9, 1};
+  in_padding.window = {4, 9, 1};
+  in_padding.stride = {kVast, 1, 1};
+  in_padding.pad_begin = {kVast, 0, 0};
+  shapes.push_back(in_padding);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_TRUE(check_maxpool_forward(shapes[i], 1000 + i, PoolValues::Continuous)) << "case " << i;
+    EXPECT_TRUE(check_maxpool_backward(shapes[i], 1100 + i, PoolValues::Continuous)) << "case " << i;
+    EXPECT_TRUE(check_meanpool_forward(shapes[i], 1200 + i)) << "case " << i;
+    EXPECT_TRUE(check_meanpool_backward(shapes[i], 1300 + i)) << "case " << i;
+  }
+}
+
 // A window with more taps than int64 holds (3 x 2^62: it reaches far into huge padding, one tap of
 // it real): the real taps are pooled, mean pooling divides by the window's size as a float, and
 // nothing overflows on the way (the sanitizer build checks that). The fuzzer found the overflow.
