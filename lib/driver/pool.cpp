@@ -79,8 +79,7 @@ NchwKernels nchw_kernels(const PoolGeometry& g, PoolOp op) {
     k.forward = avx2::pool_nchw_forward;
     k.backward = avx2::pool_nchw_backward;
   }
-  const double taps = double(g.window[0]) * double(g.window[1]) * double(g.window[2]);  // may exceed int64
-  if (op == PoolOp::Max && taps > double(kPoolNchwMaxRoutedTaps)) k.backward = nullptr;
+  if (op == PoolOp::Max && window_taps(g) > float(kPoolNchwMaxRoutedTaps)) k.backward = nullptr;
 #endif
   (void)g;
   (void)op;
@@ -95,7 +94,7 @@ using WholeRowsBackward = void (*)(const PoolGeometry&, const float*, float*, in
 // Forward where a window has a tile's worth of taps (16, AVX-512's lanes) or more: each output pays
 // a tile transpose (the measured windows had 18-3136 taps; a 2 x 2 x 2 window stays with the twin).
 WholeRowsForward whole_rows_forward(const PoolGeometry& g, PoolOp op) {
-  if (double(g.window[0]) * double(g.window[1]) * double(g.window[2]) < 16) return nullptr;
+  if (window_taps(g) < 16) return nullptr;
 #if defined(__x86_64__)
   if (avx512::pool_nchw_whole_rows_forward_supported(g, op)) return avx512::pool_nchw_whole_rows_forward;
   if (avx2::pool_nchw_whole_rows_forward_supported(g, op)) return avx2::pool_nchw_whole_rows_forward;

@@ -121,10 +121,10 @@ void run_whole_rows_forward(const PoolGeometry& g, PoolOp op, const float* x, fl
   whole_rows_forward<F, false>(g, x, y, first_plane, end_plane);
 }
 
-// Whether the windows cover every input element (they tile the plane: no padding, stride =
-// window, the outputs reach the end of each dim): nothing is left to zero.
+// Whether the windows cover every input element (along W they are the rows; along D and H they
+// tile the plane: no padding, stride = window, the outputs reach the end): nothing to zero.
 inline bool windows_cover_plane(const PoolGeometry& g) {
-  for (int d = 0; d < 3; ++d) {
+  for (int d = 0; d < 2; ++d) {
     if (g.pad_begin[d] != 0 || g.stride[d] != g.window[d] || g.dilation[d] != 1 || g.out[d] * g.stride[d] != g.in[d])
       return false;
   }
