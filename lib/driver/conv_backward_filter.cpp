@@ -215,11 +215,13 @@ void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x
 
   const int64_t k_panels = (g.reduction + kTileCols - 1) / kTileCols;
   const int64_t oc_blocks = (g.oc_per_group + kTileRows - 1) / kTileRows;
-  // Up to kMaxPanelsPerTask panels per task; fewer when that leaves threads idle.
-  const int64_t panels_per_task =
-      std::clamp<int64_t>(g.groups * k_panels / tasks_wanted(threads), 1, kMaxPanelsPerTask);
-  const int64_t k_chunks = (k_panels + panels_per_task - 1) / panels_per_task;
-  const int64_t oc_chunks = g.groups * k_chunks >= 2 * threads ? 1 : std::min<int64_t>(oc_blocks, 2 * threads);
+  // Tasks of up to kMaxPanelsPerTask panels (side by side in the register tile, sharing each
+  // broadcast of dy), spread evenly; output channels split only where that leaves a thread idle,
+  // since each chunk of them packs its patches again.
+  const int64_t k_chunks = (k_panels + kMaxPanelsPerTask - 1) / kMaxPanelsPerTask;
+  const int64_t panels_per_task = (k_panels + k_chunks - 1) / k_chunks;
+  const int64_t k_tasks = g.groups * k_chunks;
+  const int64_t oc_chunks = k_tasks >= threads ? 1 : std::min<int64_t>(oc_blocks, (threads + k_tasks - 1) / k_tasks);
   const int64_t oc_chunk = (oc_blocks + oc_chunks - 1) / oc_chunks * kTileRows;
   // A gemm reduces over a chunk of an image's output pixels: whole rows (consecutive in dy and in
   // the pixel order) up to kChunkPixels, or a piece of one longer row. One row per gemm left

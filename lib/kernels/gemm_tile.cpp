@@ -44,7 +44,7 @@ void gemm_tile(const GemmTile& tile) {
 }
 
 void gemm_blocks(const GemmTile& first, int64_t m, int64_t n, int64_t b_panel_stride) {
-  static const bool pairs = [] {
+  static const bool several_panels = [] {
 #if defined(__x86_64__)
     return process_isa_cap() >= jit::Isa::Avx512 && jit::host_has(jit::Isa::Avx512);
 #else
@@ -63,17 +63,16 @@ void gemm_blocks(const GemmTile& first, int64_t m, int64_t n, int64_t b_panel_st
       tile.c += i * first.c_row_stride + p * kTileCols * first.c_col_stride;
       if (first.bias) tile.bias += i;
       tile.rows = int(std::min<int64_t>(kTileRows, m - i));
-      tile.cols = int(std::min<int64_t>(kTileCols, n - p * kTileCols));
+      const int64_t cols_left = n - p * kTileCols;
+      tile.cols = int(std::min<int64_t>(kTileCols, cols_left));
 #if defined(__x86_64__)
-      // Two full panels share each broadcast of A (the same chain per element as one at a time).
-      if (pairs && first.c_col_stride == 1 && n - p * kTileCols >= 4 * kTileCols) {
-        avx512::gemm_tile_quad(tile, b_panel_stride);
-        p += 4;
-        continue;
-      }
-      if (pairs && first.c_col_stride == 1 && n - p * kTileCols >= 2 * kTileCols) {
-        avx512::gemm_tile_pair(tile, b_panel_stride);
-        p += 2;
+      // Up to four panels, the last maybe partial, share each broadcast of A (the same chain per
+      // element as one at a time).
+      if (several_panels && first.c_col_stride == 1 && cols_left > kTileCols) {
+        const int panels_now = int(std::min<int64_t>(4, (cols_left + kTileCols - 1) / kTileCols));
+        tile.cols = int(std::min<int64_t>(panels_now * kTileCols, cols_left));
+        avx512::gemm_tile_panels(tile, panels_now, b_panel_stride);
+        p += panels_now;
         continue;
       }
 #endif

@@ -44,9 +44,9 @@ void gemm_tile(const GemmTile& tile);
 }  // namespace avx2
 namespace avx512 {
 void gemm_tile(const GemmTile& tile);
-// Two full panels at once (C contiguous): B of the second at b (or b_rows) + panel_stride.
-void gemm_tile_pair(const GemmTile& tile, int64_t panel_stride);
-void gemm_tile_quad(const GemmTile& tile, int64_t panel_stride);  // four
+// 2-4 panels at once, the last maybe partial (C contiguous; tile.cols up to panels * kTileCols):
+// B of panel q at b (or b_rows) + q * panel_stride.
+void gemm_tile_panels(const GemmTile& tile, int panels, int64_t panel_stride);
 }  // namespace avx512
 
 }  // namespace convjit::detail

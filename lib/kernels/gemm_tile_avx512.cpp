@@ -10,12 +10,12 @@ void gemm_tile(const GemmTile& t) {
   RegisterTile<Avx512Floats>::run(t);
 }
 
-void gemm_tile_pair(const GemmTile& t, int64_t panel_stride) {
-  RegisterTile<Avx512Floats>::run_pair(t, panel_stride);
-}
-
-void gemm_tile_quad(const GemmTile& t, int64_t panel_stride) {
-  RegisterTile<Avx512Floats>::run_quad(t, panel_stride);
+void gemm_tile_panels(const GemmTile& t, int panels, int64_t panel_stride) {
+  switch (panels) {
+    case 2: return RegisterTile<Avx512Floats>::run_panels<2>(t, panel_stride);
+    case 3: return RegisterTile<Avx512Floats>::run_panels<3>(t, panel_stride);
+    default: return RegisterTile<Avx512Floats>::run_panels<4>(t, panel_stride);
+  }
 }
 
 }  // namespace convjit::detail::avx512

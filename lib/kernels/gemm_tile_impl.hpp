@@ -1,8 +1,8 @@
 // The register tile of gemm_tile.hpp, written once over a vector type F (simd_avx2.hpp,
 // simd_avx512.hpp): rows x kTileCols outputs in kTileCols / F::kLanes accumulators per row (AVX2:
 // 2 ymm, AVX-512: 1 zmm), one broadcast of A per row and those loads of B per reduction step; or
-// (AVX-512) rows x 2 panels, each broadcast serving both: 6 rows load 8 vectors per 12 FMAs, not 7
-// per 6.
+// (AVX-512) rows x 2-4 panels, each broadcast serving them all: 6 rows x 2 panels load 8 vectors
+// per 12 FMAs, not 7 per 6.
 // Include from one file per ISA, compiled with its flags (gemm_tile_avx2.cpp, gemm_tile_avx512.cpp);
 // everything here has internal linkage, so no function compiled for one ISA stands in for
 // another's at link time.
@@ -28,14 +28,15 @@ struct RegisterTile {
     return F::first_lanes(n < 0 ? 0 : n > kLanes ? kLanes : n);
   }
 
-  // Panels > 1: that many full panels side by side (B at t.b + q * panel_stride, or through
-  // t.b_rows + q * panel_stride; C contiguous), each row's broadcast of A serving them all.
+  // Panels > 1: that many panels side by side, all full but maybe the last (B at t.b + q *
+  // panel_stride, or through t.b_rows + q * panel_stride; C contiguous), each row's broadcast of A
+  // serving them all.
   template <int Rows, bool IndirectB, int Panels>
   static void tile(const GemmTile& t, int64_t panel_stride) {
     constexpr int kRowVectors = Panels * kVectors;
     Vec acc[Rows][kRowVectors];
     Mask lanes[kRowVectors];
-    for (int v = 0; v < kRowVectors; ++v) lanes[v] = Panels == 1 ? column_lanes(t.cols, v) : F::all_lanes();
+    for (int v = 0; v < kRowVectors; ++v) lanes[v] = column_lanes(t.cols, v);
     const bool contiguous = t.c_col_stride == 1;
 
 #pragma GCC unroll 6
@@ -82,10 +83,14 @@ struct RegisterTile {
         for (int v = 0; v < kRowVectors; ++v) acc[i][v] = F::relu(acc[i][v]);
       }
       float* c = t.c + i * t.c_row_stride;
-      if (contiguous && (Panels > 1 || t.cols == kTileCols)) {  // plain stores: masked ones cost AMD cores many cycles
-        for (int v = 0; v < kRowVectors; ++v) F::store(c + v * kLanes, acc[i][v]);
-      } else if (contiguous) {
-        for (int v = 0; v < kRowVectors; ++v) F::store(c + v * kLanes, acc[i][v], lanes[v]);
+      if (contiguous) {  // plain stores for whole vectors: masked ones cost AMD cores many cycles
+        for (int v = 0; v < kRowVectors; ++v) {
+          if ((v + 1) * kLanes <= t.cols) {
+            F::store(c + v * kLanes, acc[i][v]);
+          } else if (v * kLanes < t.cols) {
+            F::store(c + v * kLanes, acc[i][v], lanes[v]);
+          }
+        }
       } else {
         alignas(64) float row[Panels * kTileCols];  // Panels is 1 here
         for (int v = 0; v < kRowVectors; ++v) F::store(row + v * kLanes, acc[i][v]);
@@ -110,11 +115,9 @@ struct RegisterTile {
   static void run(const GemmTile& t) {
     return t.b_rows ? rows<true, 1>(t, 0) : rows<false, 1>(t, 0);
   }
-  static void run_pair(const GemmTile& t, int64_t panel_stride) {
-    return t.b_rows ? rows<true, 2>(t, panel_stride) : rows<false, 2>(t, panel_stride);
-  }
-  static void run_quad(const GemmTile& t, int64_t panel_stride) {
-    return t.b_rows ? rows<true, 4>(t, panel_stride) : rows<false, 4>(t, panel_stride);
+  template <int Panels>
+  static void run_panels(const GemmTile& t, int64_t panel_stride) {
+    return t.b_rows ? rows<true, Panels>(t, panel_stride) : rows<false, Panels>(t, panel_stride);
   }
 };
 
