@@ -18,5 +18,8 @@ void pack_patch_panel(const PatchRow<const float>* rows, int64_t row_count, int6
 namespace avx2 {
 void pack_patch_panel(const PatchRow<const float>* rows, int64_t row_count, int64_t count, float* dst);
 }  // namespace avx2
+namespace avx512 {
+void pack_patch_panel(const PatchRow<const float>* rows, int64_t row_count, int64_t count, float* dst);
+}  // namespace avx512
 
 }  // namespace convjit::detail

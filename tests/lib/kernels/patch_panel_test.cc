@@ -1,7 +1,7 @@
 // lib/kernels/patch_panel: backward filter's panel packing, each build the host has, against the
 // value-by-value definition: rows of stride 1, 2 and 3, wholly real, partly real (padding at
-// either end) and wholly padding, fewer rows than the panel, pixel counts around the 8-pixel
-// blocks. Each row's last value is the last float of its own allocation, so a load past it (the
+// either end) and wholly padding, fewer rows than the panel, pixel counts around the 8- and
+// 16-pixel blocks. Each row's last value is the last float of its own allocation, so a load past it (the
 // stride-2 path's second load) would read outside the row and fail under the sanitizers.
 #include "patch_panel.hpp"
 
@@ -25,11 +25,12 @@ TEST(PatchPanel, EveryBuildMatchesTheDefinition) {
     void (*pack)(const detail::PatchRow<const float>*, int64_t, int64_t, float*);
   };
   const Build builds[] = {{"widest", true, detail::pack_patch_panel},
-                          {"avx2", jit::host_has(jit::Isa::Avx2Fma), detail::avx2::pack_patch_panel}};
+                          {"avx2", jit::host_has(jit::Isa::Avx2Fma), detail::avx2::pack_patch_panel},
+                          {"avx512", jit::host_has(jit::Isa::Avx512), detail::avx512::pack_patch_panel}};
   std::mt19937_64 rng(0x9A7C);
   for (const Build& b : builds) {
     if (!b.available) continue;
-    for (int64_t count : {1, 7, 8, 9, 16, 28, 53}) {
+    for (int64_t count : {1, 7, 8, 9, 15, 16, 17, 28, 32, 53}) {
       for (int64_t row_count : {int64_t(3), int64_t(detail::kTileCols)}) {
         for (int trial = 0; trial < 8; ++trial) {
           SCOPED_TRACE(std::string(b.name) + ": " + std::to_string(count) + " pixels, " + std::to_string(row_count) +
