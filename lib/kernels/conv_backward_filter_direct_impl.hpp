@@ -171,14 +171,14 @@ void channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, c
 }
 
 // Tasks: (group, block of output channels, input channel). Blocks of 4 share the most loads; with
-// few channels (the seed network: 3 x 3 tasks at most) smaller blocks keep every thread busy.
-// Any blocking gives the same bits. The columns are planned once per call.
+// few channels (the seed network: 3 x 3 tasks at most), smaller blocks only where a thread would
+// otherwise have no task, since each block reads the inputs again. Any blocking gives the same
+// bits. The columns are planned once per call.
 template <typename F, int KW, int Stride>
 void direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
   const ColumnPlan<F, KW, Stride> columns = plan_columns<F, KW, Stride>(g);
   int64_t block_size = 4;
-  while (block_size > 1 &&
-         g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < tasks_wanted(threads)) {
+  while (block_size > 1 && g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < threads) {
     block_size /= 2;
   }
   const int64_t oc_blocks = (g.oc_per_group + block_size - 1) / block_size, per_group = oc_blocks * g.ic_per_group;
