@@ -36,6 +36,13 @@ struct TileNeeds {
   int64_t oc_granule;
   // Tiles start and end at row boundaries (flattened row kernels).
   bool whole_rows;
+  // The tile packs its channels' weights (a packing row kernel): one thread takes a plane in one
+  // tile, not in the pieces that keep several threads busy, each of which would pack them again.
+  bool packs_weights;
+  // The tile copies its input rows into a band (make_band: at most half the scratch; packing row
+  // kernels reading padding along W, and flattened ones): tiles of few enough rows that it holds
+  // them.
+  bool banded;
   // The threads' tasks come from channel chunks before pixel tiles (a packing kernel's tiles pack their
   // weights per tile: more pixel tiles pack them again, more chunks do not).
   bool channels_first;
@@ -47,7 +54,7 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t panels = (pixels + pixel_granule - 1) / pixel_granule;
   const int64_t planes = g.batch * g.groups * g.out[0];
-  const int64_t wanted = tasks_wanted(threads);
+  const int64_t wanted = threads <= 1 && needs.packs_weights ? 1 : tasks_wanted(threads);
   const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
   t.oc_chunks = needs.channels_first && planes < wanted ? std::min((wanted + planes - 1) / planes, granules) : 1;
   // Enough tiles that one tile's packed panels stay near kPackedFloatsTarget ...
@@ -59,12 +66,12 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   if (parts * tiles < wanted) tiles = (wanted + parts - 1) / parts;
   tiles = std::min(tiles, panels);
   t.pixel_tile = (panels + tiles - 1) / tiles * pixel_granule;
-  if (needs.whole_rows) {
-    t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
-    // Few enough rows that the tile's band (make_band: at most half the scratch) holds them.
-    const int64_t pitch = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];
+  if (needs.whole_rows) t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
+  if (needs.banded) {  // few enough output rows that the tile's band holds their input rows
+    const int64_t pitch = (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1;
     const int64_t band_row = g.ic_per_group * ((g.kernel[0] - 1) * g.dilation[0] + 1) * pitch;
-    const int64_t rows = (int64_t(kScratchFloats) / 2 - 16) / band_row - (g.kernel[1] - 1) * g.dilation[1];
+    const int64_t input_rows = (int64_t(kScratchFloats) / 2 - 16) / band_row - (g.kernel[1] - 1) * g.dilation[1];
+    const int64_t rows = input_rows >= 1 ? (input_rows - 1) / g.stride[1] + 1 : 0;
     if (rows >= 1) t.pixel_tile = std::min(t.pixel_tile, rows * g.out[2]);
   }
   t.pixel_tiles = (pixels + t.pixel_tile - 1) / t.pixel_tile;
@@ -218,6 +225,8 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
                           .pixel_granule = kernels.generic->pixel_granule,
                           .oc_granule = p.packed ? specialized->oc_block : kernels.generic->oc_granule,
                           .whole_rows = p.flat,
+                          .packs_weights = p.packed,
+                          .banded = p.flat || (p.packed && specialized->row_kernel && reads_padding_along_w(g)),
                           .channels_first = packs_more_weights || short_flat_tiles});
   // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
   // band's (the padded row), whichever is longer. Made only for them (a copy of the problem).
@@ -235,9 +244,9 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
   // (conv1d_audio, too long for a band) wants the latter; without padding views are never copies
   // (resnet_1x1_56 NHWC spent half its time repacking weights per row).
   // In double: a row's span with a dilation of any int64 may not fit one (only compared here).
-  const double view_floats = double(g.ic_per_group) * double(g.kernel[0]) * double(g.kernel[1]) *
-                             (double(g.out[2] - 1) * double(g.stride[2]) +
-                              double(g.kernel[2] - 1) * double(g.dilation[2]) + 1);
+  const double view_floats =
+      double(g.ic_per_group) * double(g.kernel[0]) * double(g.kernel[1]) *
+      (double(g.out[2] - 1) * double(g.stride[2]) + double(g.kernel[2] - 1) * double(g.dilation[2]) + 1);
   p.rows_outer = p.packed && specialized->row_kernel && any_tap_reads_padding(g) &&
                  view_floats > double(g.reduction) * double(p.oc_block);
   p.packed_floats = p.packed ? g.reduction * p.oc_block : 0;
@@ -298,8 +307,8 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
 
 }  // namespace
 
-void run_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads, const float* x,
-                      const float* w, const float* bias, bool relu, float* y) {
+void run_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads, const float* x, const float* w,
+                      const float* bias, bool relu, float* y) {
   if (kernels.generic->whole_call && (!kernels.specialized || kernels.specialized->depthwise_row)) {
     kernels.generic->whole_call(g, threads, x, w, bias, relu, y,
                                 kernels.specialized ? kernels.specialized->depthwise_row : nullptr);
