@@ -74,9 +74,11 @@ class Team {
   int workers_ = 0;  // started; only the owning caller changes it
 
   // The current job: its fields are written before `published_`, and a worker may read them
-  // mixed with a newer job's; its claims name the job id it read, so such a claim never succeeds
-  // (a job's fields change only after all of its tasks are done). No lock: the caller never
-  // waits for a worker that is not running one of its tasks.
+  // mixed with a newer job's; its claims name the job id it read, and the caller closes the old
+  // job's claims before it writes a field (each field released, each read acquiring it), so a
+  // claim with a newer job's fields never succeeds (a job's fields change only after all of its
+  // tasks are done). No lock: the caller never waits for a worker that is not running one of its
+  // tasks.
   std::atomic<TaskFn> fn_{nullptr};
   std::atomic<void*> context_{nullptr};
   std::atomic<uint32_t> tasks_{0}, chunk_{1};
@@ -89,11 +91,11 @@ class Team {
 Team::Job Team::read_job(uint32_t id) const {
   Job job;
   job.id = id;
-  job.fn = fn_.load(std::memory_order_relaxed);
-  job.context = context_.load(std::memory_order_relaxed);
-  job.tasks = tasks_.load(std::memory_order_relaxed);
-  job.chunk = chunk_.load(std::memory_order_relaxed);
-  job.helpers = helpers_.load(std::memory_order_relaxed);
+  job.fn = fn_.load(std::memory_order_acquire);
+  job.context = context_.load(std::memory_order_acquire);
+  job.tasks = tasks_.load(std::memory_order_acquire);
+  job.chunk = chunk_.load(std::memory_order_acquire);
+  job.helpers = helpers_.load(std::memory_order_acquire);
   return job;
 }
 
@@ -144,11 +146,15 @@ void Team::run(int threads, int64_t tasks, int64_t chunk, TaskFn fn, void* conte
   }
   start_workers(threads - 1);
   const uint32_t id = published_.load(std::memory_order_relaxed) + 1;
-  fn_.store(fn, std::memory_order_relaxed);
-  context_.store(context, std::memory_order_relaxed);
-  tasks_.store(uint32_t(tasks), std::memory_order_relaxed);
-  chunk_.store(uint32_t(chunk), std::memory_order_relaxed);
-  helpers_.store(threads - 1, std::memory_order_relaxed);
+  // Close the last job's claims first: a worker still on it that reads any new field below then
+  // sees no claim left under the old id, where it could have paired this job's context and task
+  // count with the old job's last claim and run tasks that do not exist.
+  claims_.store(uint64_t(id - 1) << 32 | std::numeric_limits<uint32_t>::max(), std::memory_order_relaxed);
+  fn_.store(fn, std::memory_order_release);
+  context_.store(context, std::memory_order_release);
+  tasks_.store(uint32_t(tasks), std::memory_order_release);
+  chunk_.store(uint32_t(chunk), std::memory_order_release);
+  helpers_.store(threads - 1, std::memory_order_release);
   done_.store(0, std::memory_order_relaxed);
   claims_.store(uint64_t(id) << 32, std::memory_order_release);
   published_.store(id, std::memory_order_release);

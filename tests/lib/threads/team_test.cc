@@ -1,5 +1,6 @@
 // lib/threads/team.cpp: every task runs exactly once, on the caller and the workers, for every
-// thread count, claim size and caller count, nested calls included; the workers do take part.
+// thread count, claim size and caller count, nested calls included, and over calls back to back;
+// the workers do take part.
 #include "team.hpp"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,19 @@ TEST(Team, EveryTaskRunsExactlyOnce) {
         counts.expect_each_once(what.c_str());
       }
     }
+  }
+}
+
+// Calls back to back whose contexts share one address and whose task counts grow: a worker still
+// reading the last call's fields must not pair the new context and count with the old call's
+// last claim (it ran tasks twice and returned calls early; ThreadSanitizer saw it in CI).
+TEST(Team, BackToBackCallsOfGrowingSizeRunEachTaskOnce) {
+  for (int call = 0; call < 4000; ++call) {
+    const int64_t tasks = call % 2 ? 97 : 3;
+    Counts counts(tasks);
+    run_on_team(2, tasks, 1e9, count_task, &counts);
+    counts.expect_each_once(("call " + std::to_string(call)).c_str());
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
