@@ -217,12 +217,15 @@ void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x
   const int64_t oc_blocks = (g.oc_per_group + kTileRows - 1) / kTileRows;
   // Tasks of up to kMaxPanelsPerTask panels (side by side in the register tile, sharing each
   // broadcast of dy), spread evenly; output channels split only where that leaves a thread idle,
-  // since each chunk of them packs its patches again.
-  const int64_t k_chunks = (k_panels + kMaxPanelsPerTask - 1) / kMaxPanelsPerTask;
-  const int64_t panels_per_task = (k_panels + k_chunks - 1) / k_chunks;
+  // since each chunk of them packs its patches again, and then the panels too if still needed.
+  int64_t k_chunks = (k_panels + kMaxPanelsPerTask - 1) / kMaxPanelsPerTask;
   const int64_t k_tasks = g.groups * k_chunks;
   const int64_t oc_chunks = k_tasks >= threads ? 1 : std::min<int64_t>(oc_blocks, (threads + k_tasks - 1) / k_tasks);
   const int64_t oc_chunk = (oc_blocks + oc_chunks - 1) / oc_chunks * kTileRows;
+  const int64_t other_tasks = g.groups * ((oc_blocks + oc_chunk / kTileRows - 1) / (oc_chunk / kTileRows));
+  if (other_tasks * k_chunks < threads) k_chunks = std::min(k_panels, (threads + other_tasks - 1) / other_tasks);
+  const int64_t panels_per_task = (k_panels + k_chunks - 1) / k_chunks;
+  k_chunks = (k_panels + panels_per_task - 1) / panels_per_task;
   // A gemm reduces over a chunk of an image's output pixels: whole rows (consecutive in dy and in
   // the pixel order) up to kChunkPixels, or a piece of one longer row. One row per gemm left
   // short rows (7, 14 pixels) loading and storing their dw block for every few FMAs.

@@ -72,7 +72,8 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
     const int64_t band_row = g.ic_per_group * ((g.kernel[0] - 1) * g.dilation[0] + 1) * pitch;
     const int64_t input_rows = (int64_t(kScratchFloats) / 2 - 16) / band_row - (g.kernel[1] - 1) * g.dilation[1];
     const int64_t rows = input_rows >= 1 ? (input_rows - 1) / g.stride[1] + 1 : 0;
-    if (rows >= 1) t.pixel_tile = std::min(t.pixel_tile, rows * g.out[2]);
+    // A tile of more than rows - 1 rows' pixels that is not whole rows spans rows + 1: whole rows.
+    if (rows >= 1 && t.pixel_tile > (rows - 1) * g.out[2]) t.pixel_tile = rows * g.out[2];
   }
   t.pixel_tiles = (pixels + t.pixel_tile - 1) / t.pixel_tile;
   // Still few tiles (one small plane): split the channels too.
@@ -244,9 +245,9 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
   // (conv1d_audio, too long for a band) wants the latter; without padding views are never copies
   // (resnet_1x1_56 NHWC spent half its time repacking weights per row).
   // In double: a row's span with a dilation of any int64 may not fit one (only compared here).
-  const double view_floats =
-      double(g.ic_per_group) * double(g.kernel[0]) * double(g.kernel[1]) *
-      (double(g.out[2] - 1) * double(g.stride[2]) + double(g.kernel[2] - 1) * double(g.dilation[2]) + 1);
+  const double view_floats = double(g.ic_per_group) * double(g.kernel[0]) * double(g.kernel[1]) *
+                             (double(g.out[2] - 1) * double(g.stride[2]) +
+                              double(g.kernel[2] - 1) * double(g.dilation[2]) + 1);
   p.rows_outer = p.packed && specialized->row_kernel && any_tap_reads_padding(g) &&
                  view_floats > double(g.reduction) * double(p.oc_block);
   p.packed_floats = p.packed ? g.reduction * p.oc_block : 0;
@@ -307,8 +308,8 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
 
 }  // namespace
 
-void run_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads, const float* x, const float* w,
-                      const float* bias, bool relu, float* y) {
+void run_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads, const float* x,
+                      const float* w, const float* bias, bool relu, float* y) {
   if (kernels.generic->whole_call && (!kernels.specialized || kernels.specialized->depthwise_row)) {
     kernels.generic->whole_call(g, threads, x, w, bias, relu, y,
                                 kernels.specialized ? kernels.specialized->depthwise_row : nullptr);

@@ -35,8 +35,9 @@ void gemm_tile(const GemmTile& tile);  // the widest build the host has (gemm_ti
 void gemm_tile_portable(const GemmTile& tile);
 
 // The register tile over all of an m x n block of C: rows in steps of kTileRows, columns in panels
-// of kTileCols, panel by panel within each step. `first` is the tile of block (0, 0) (its rows and
-// cols are set here); panel p reads B at b + p * b_panel_stride (or b_rows + p * b_panel_stride).
+// of kTileCols, panel by panel within each step (AVX-512: up to four panels at once). `first` is
+// the tile of block (0, 0) (its rows and cols are set here); panel p reads B at b + p *
+// b_panel_stride (or b_rows + p * b_panel_stride).
 void gemm_blocks(const GemmTile& first, int64_t m, int64_t n, int64_t b_panel_stride);
 
 namespace avx2 {

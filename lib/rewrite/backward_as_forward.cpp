@@ -73,6 +73,13 @@ void transpose_weights(const ConvGeometry& g, const float* w, float* w_t) {
   }
 }
 
+const float* weights_of_the_forward(const ConvGeometry& g, const float* w) {
+  if (g.ic_per_group == 1 && g.oc_per_group == 1) return w;
+  float* w_t = thread_operands(size_t(g.out_channels * g.reduction));
+  transpose_weights(g, w, w_t);
+  return w_t;
+}
+
 bool strided_pointwise_backward_data_as_forward(const ConvGeometry& g, const convjit_conv_params& p,
                                                 convjit_conv_params* forward) {
   if (g.taps != 1 || g.out_channels * g.reduction > kMaxTransposedWeights) return false;

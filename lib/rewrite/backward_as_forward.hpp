@@ -19,6 +19,9 @@ bool backward_data_as_forward(const ConvGeometry& g, const convjit_conv_params& 
 
 // w_t = the weights of `forward` (see above) from the weights w of g.
 void transpose_weights(const ConvGeometry& g, const float* w, float* w_t);
+// Those weights: w itself where one input and one output channel per group make the transpose the
+// identity (depthwise), else the transpose in the calling thread's operand buffer.
+const float* weights_of_the_forward(const ConvGeometry& g, const float* w);
 
 // With a 1x1 kernel and stride > 1 (strided pointwise, as ResNet's downsampling shortcuts), each
 // input element is met by at most one output pixel and no other tap: dx is zero except at the

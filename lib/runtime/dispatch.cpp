@@ -72,16 +72,6 @@ int32_t pool_op_code(detail::PoolOp op, bool backward) {
   return CONVJIT_OP_MAXPOOL_FORWARD;
 }
 
-// The forward's weights for backward data (detail::transpose_weights): w itself where one input and
-// one output channel per group make the transpose the identity (depthwise), else the transpose in
-// the thread's operand buffer.
-const float* weights_of_the_forward(const detail::ConvGeometry& g, const float* w) {
-  if (g.ic_per_group == 1 && g.oc_per_group == 1) return w;
-  float* w_t = detail::thread_operands(size_t(g.out_channels * g.reduction));
-  detail::transpose_weights(g, w, w_t);
-  return w_t;
-}
-
 }  // namespace
 
 int Runtime::Impl::threads() const {
@@ -235,7 +225,7 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
   if (detail::strided_pointwise_backward_data_as_forward(g, *params, &forward)) {
     detail::ConvGeometry forward_geometry;
     CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(forward, &forward_geometry));
-    const float* w_t = weights_of_the_forward(g, w);
+    const float* w_t = detail::weights_of_the_forward(g, w);
     float* grid = detail::thread_rewrite_outputs(size_t(g.batch * g.in_channels * g.out_pixels()));
     run_forward(c, forward_geometry, forward, dy, w_t, nullptr, false, grid);
     detail::spread_grid(g, detail::strided_pointwise_placement(g), grid, dx, true, threads());
@@ -258,7 +248,7 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
   }
   detail::ConvGeometry forward_geometry;
   CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(forward, &forward_geometry));
-  run_forward(c, forward_geometry, forward, dy, weights_of_the_forward(g, w), nullptr, false, dx);
+  run_forward(c, forward_geometry, forward, dy, detail::weights_of_the_forward(g, w), nullptr, false, dx);
   return detail::Status::success();
 }
 

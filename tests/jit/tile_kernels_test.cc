@@ -102,15 +102,15 @@ class TileBench {
       std::memcpy(&bits, &y_[i], sizeof bits);
       const int64_t at = int64_t(i) - kGuardFloats;
       if (!in_tile[i] && bits != kSentinelBits) {
-        result = ::testing::AssertionFailure()
-                 << what << ": wrote outside its tile at y[" << at << "] ("
-                 << (at < 0 || at >= p_.outputs() ? "guard zone" : "another tile's") << ") in " << describe(p_.dims);
+        result = ::testing::AssertionFailure() << what << ": wrote outside its tile at y[" << at << "] ("
+                                               << (at < 0 || at >= p_.outputs() ? "guard zone" : "another tile's")
+                                               << ") in " << describe(p_.dims);
         break;
       }
       if (in_tile[i] && !(std::abs(double(y_[i]) - p_.want[size_t(at)]) <= tol)) {
-        result = ::testing::AssertionFailure()
-                 << what << ": y[" << at << "] = " << y_[i] << ", want " << p_.want[size_t(at)] << " (tolerance " << tol
-                 << ") in " << describe(p_.dims);
+        result = ::testing::AssertionFailure() << what << ": y[" << at << "] = " << y_[i] << ", want "
+                                               << p_.want[size_t(at)] << " (tolerance " << tol << ") in "
+                                               << describe(p_.dims);
         break;
       }
     }
@@ -256,10 +256,7 @@ TEST(RegisterTile, EveryIsaGivesThePortableBits) {
     for (int64_t r = t.k; r-- > 0;) b_rows.push_back(b.data() + r * detail::kTileCols);  // rows reversed
     const std::vector<float> bias = random_floats(rng, detail::kTileRows);
     t.a = a.data();
-    if (rng.chance(0.5))
-      t.b_rows = b_rows.data();
-    else
-      t.b = b.data();
+    if (rng.chance(0.5)) t.b_rows = b_rows.data(); else t.b = b.data();
     t.c_col_stride = rng.chance(0.7) ? 1 : 3;
     t.c_row_stride = t.c_col_stride * detail::kTileCols + rng.uniform_int(0, 5);
     t.accumulate = rng.chance(0.3);
@@ -333,6 +330,46 @@ TEST(RegisterTile, SeveralPanelsGiveThePortableBitsPanelByPanel) {
   }
 }
 
+// gemm_blocks, the tile over a whole block of C (its choice of 1-4 panels at a time), against the
+// portable tile panel by panel: every width from one column to five panels, row counts past one
+// tile of rows, A read with a step (backward filter's dy), packed B, accumulating or not.
+TEST(RegisterTile, BlocksOfEveryWidthGiveThePortableBits) {
+  Rng rng(0x4B10);
+  for (int64_t n = 1; n <= 5 * detail::kTileCols; ++n) {
+    detail::GemmTile t{};
+    const int64_t m = rng.uniform_int(1, 2 * detail::kTileRows + 1);
+    const int64_t panels = (n + detail::kTileCols - 1) / detail::kTileCols;
+    t.k = rng.uniform_int(1, 40);
+    t.a_step = rng.uniform_int(1, 3);
+    t.a_row_stride = t.k * t.a_step + rng.uniform_int(0, 3);
+    const int64_t panel_stride = t.k * detail::kTileCols;
+    const std::vector<float> a = random_floats(rng, m * t.a_row_stride);
+    const std::vector<float> b = random_floats(rng, panels * panel_stride);
+    t.a = a.data();
+    t.b = b.data();
+    t.c_col_stride = 1;
+    t.c_row_stride = n + rng.uniform_int(0, 5);
+    t.accumulate = rng.chance(0.5);
+    const std::vector<float> c0 = random_floats(rng, m * t.c_row_stride);
+    std::vector<float> want = c0, got = c0;
+    for (int64_t i = 0; i < m; i += detail::kTileRows) {
+      for (int64_t q = 0; q < panels; ++q) {
+        detail::GemmTile one = t;
+        one.a = a.data() + i * t.a_row_stride;
+        one.b = b.data() + q * panel_stride;
+        one.c = want.data() + i * t.c_row_stride + q * detail::kTileCols;
+        one.rows = int(std::min<int64_t>(detail::kTileRows, m - i));
+        one.cols = int(std::min<int64_t>(detail::kTileCols, n - q * detail::kTileCols));
+        detail::gemm_tile_portable(one);
+      }
+    }
+    t.c = got.data();
+    detail::gemm_blocks(t, m, n, panel_stride);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+        << "m " << m << " n " << n << " k " << t.k << " a_step " << t.a_step;
+  }
+}
+
 // Tier 0's whole-call rows (depthwise), each called directly on depthwise problems of both
 // layouts: channel counts around the vector widths (tails of 8 and 16 lanes), padding, stride,
 // dilation, both modes, 1D to 3D; against the oracle, and bitwise against every other row (of
@@ -345,8 +382,7 @@ std::vector<ConvDims> depthwise_shapes() {
   for (int i = 0; i < 96; ++i) {
     const int32_t rank = 1 + i % 3;
     const Layout layout = i / 3 % 2 ? Layout::NHWC : Layout::NCHW;
-    const int64_t channels =
-        std::vector<int64_t>{1, 7, 8, 9, 15, 16, 17, 31, 33, 40, 64, 70}[size_t(rng.uniform_int(0, 11))];
+    const int64_t channels = std::vector<int64_t>{1, 7, 8, 9, 15, 16, 17, 31, 33, 40, 64, 70}[size_t(rng.uniform_int(0, 11))];
     Extent in{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dilation{1, 1, 1};
     for (int d = 3 - rank; d < 3; ++d) {
       kernel[size_t(d)] = rng.uniform_int(1, rank == 3 ? 3 : 5);
@@ -376,8 +412,7 @@ TEST_P(WholeCallKernels, MatchTheOracleAndEveryOtherIsasRowBitwise) {
     ++tested;
     auto run = [&](const detail::GenericForwardKernel& k, int threads) {
       std::vector<float> y = nan_buffer(p.outputs());
-      k.whole_call(g, threads, p.x.data(), p.w.data(), p.bias_ptr(), p.activation == Activation::Relu, y.data(),
-                   nullptr);
+      k.whole_call(g, threads, p.x.data(), p.w.data(), p.bias_ptr(), p.activation == Activation::Relu, y.data(), nullptr);
       return y;
     };
     const std::vector<float> y = run(kernel, 1);
@@ -411,8 +446,7 @@ TEST(GenericKernelChoice, TheIsaCapHoldsForTier0) {
       EXPECT_STREQ(detail::generic_forward_kernel(g).name, "conv_fwd_f32_depthwise_nhwc__avx512") << describe(d);
     }
   }
-  if (!convjit::jit::host_has(convjit::jit::Isa::Avx512))
-    GTEST_SKIP() << "this host lacks AVX-512: only the cap was checked";
+  if (!convjit::jit::host_has(convjit::jit::Isa::Avx512)) GTEST_SKIP() << "this host lacks AVX-512: only the cap was checked";
   EXPECT_GE(nhwc, 20);
 }
 
@@ -462,7 +496,8 @@ TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs)
     TileBench bench(shapes[i], case_seed(0xC0DE, i));
     ASSERT_TRUE(bench.valid()) << describe(shapes[i]);
     const detail::ConvGeometry& g = bench.g();
-    const convjit::jit::SpecKey key = convjit::jit::make_spec_key(g, shapes[i].rank, true, GetParam().isa, false);
+    const convjit::jit::SpecKey key =
+        convjit::jit::make_spec_key(g, shapes[i].rank, true, GetParam().isa, false);
     convjit::jit::CompiledKernel out;
     std::string error;
     if (!backend->compile(key, &out, &error)) continue;  // a key this backend has no plan for
@@ -475,8 +510,8 @@ TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs)
     segments += int64_t(spots.size());
     for (const TileSpot& s : spots) {
       convjit_conv_tile t = bench.tile_at(s, scratch.get());
-      if (!detail::make_view(g, detail::InputBand{}, t.x, t.od, t.oh, t.ow, t.pixel_count, t.scratch, t.scratch_floats,
-                             &t)) {
+      if (!detail::make_view(g, detail::InputBand{}, t.x, t.od, t.oh, t.ow, t.pixel_count, t.scratch,
+                             t.scratch_floats, &t)) {
         continue;  // its padded copy does not fit the scratch: the driver gives it to tier 0
       }
       if (kernel.packs_weights) {
