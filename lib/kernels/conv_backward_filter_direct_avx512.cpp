@@ -5,7 +5,7 @@
 namespace convjit::detail::avx512 {
 
 bool backward_filter_direct_supported(const ConvGeometry& g) {
-  return backward_filter_direct_fits(g) && jit::host_has(jit::Isa::Avx512) && process_isa_cap() >= jit::Isa::Avx512;
+  return backward_filter_direct_fits(g) && process_may_use(jit::Isa::Avx512);
 }
 
 void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {

@@ -13,7 +13,7 @@ using GemmTileFn = void (*)(const GemmTile&);
 // The widest the host has within CONVJIT_MAX_ISA (kernel_isa.hpp): every ISA's tile gives the same bits.
 GemmTileFn select_gemm_tile() {
 #if defined(__x86_64__)
-  if (process_isa_cap() >= jit::Isa::Avx512 && jit::host_has(jit::Isa::Avx512)) return avx512::gemm_tile;
+  if (process_may_use(jit::Isa::Avx512)) return avx512::gemm_tile;
   if (jit::host_has(jit::Isa::Avx2Fma)) return avx2::gemm_tile;
 #endif
   return gemm_tile_portable;
@@ -46,7 +46,7 @@ void gemm_tile(const GemmTile& tile) {
 void gemm_blocks(const GemmTile& first, int64_t m, int64_t n, int64_t b_panel_stride) {
   static const bool several_panels = [] {
 #if defined(__x86_64__)
-    return process_isa_cap() >= jit::Isa::Avx512 && jit::host_has(jit::Isa::Avx512);
+    return process_may_use(jit::Isa::Avx512);
 #else
     return false;
 #endif

@@ -13,4 +13,6 @@ jit::Isa process_isa_cap() {
   return cap;
 }
 
+bool process_may_use(jit::Isa isa) { return isa <= process_isa_cap() && jit::host_has(isa); }
+
 }  // namespace convjit::detail

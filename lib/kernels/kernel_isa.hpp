@@ -10,4 +10,8 @@ namespace convjit::detail {
 
 jit::Isa process_isa_cap();  // CONVJIT_MAX_ISA=avx2: Avx2Fma; else no cap (Avx512), read once
 
+// The host has `isa` and the process-wide cap allows it: the test of every tier-0 kernel that
+// follows CONVJIT_MAX_ISA alone (the register tile, the panel packing, the backward and pooling kernels).
+bool process_may_use(jit::Isa isa);
+
 }  // namespace convjit::detail

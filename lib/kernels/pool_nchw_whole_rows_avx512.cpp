@@ -6,7 +6,7 @@ namespace convjit::detail::avx512 {
 namespace {
 
 bool host_runs_this_build() {
-  return jit::host_has(jit::Isa::Avx512) && process_isa_cap() >= jit::Isa::Avx512;
+  return process_may_use(jit::Isa::Avx512);
 }
 
 }  // namespace
