@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "backend.hpp"
 #include "geometry.hpp"
@@ -28,7 +29,7 @@ struct ForwardTiling {
 // What the kernel that runs asks of its tiles.
 struct TileNeeds {
   // The tile packs im2col panels (so tiles are sized to keep them in L2); other tiles (direct,
-  // row kernels) take whole planes unless the threads need more tasks.
+  // row kernels) take whole planes unless their input or the threads need more tiles.
   bool packs_patches;
   // Pixel tiles are multiples of it (the tile's panel width).
   int64_t pixel_granule;
@@ -36,8 +37,8 @@ struct TileNeeds {
   int64_t oc_granule;
   // Tiles start and end at row boundaries (flattened row kernels).
   bool whole_rows;
-  // The tile packs its channels' weights (a packing row kernel): one thread takes a plane in one
-  // tile, not in the pieces that keep several threads busy, each of which would pack them again.
+  // The tile packs its channels' weights (a packing row kernel): more tiles pack them again, and
+  // the size of its input does not cut a plane into tiles.
   bool packs_weights;
   // The tile copies its input rows into a band (make_band: at most half the scratch; packing row
   // kernels reading padding along W, and flattened ones): tiles of few enough rows that it holds
@@ -54,13 +55,24 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   const int64_t pixels = g.out[1] * g.out[2];
   const int64_t panels = (pixels + pixel_granule - 1) / pixel_granule;
   const int64_t planes = g.batch * g.groups * g.out[0];
-  const int64_t wanted = threads <= 1 && needs.packs_weights ? 1 : tasks_wanted(threads);
+  // One thread takes a plane in as few tiles as keep a tile's data near the kernel across its
+  // channel blocks (a tile's channel blocks each read its input, and each tile reads its chunk's
+  // weights again); more threads want a few tasks each.
+  const int64_t wanted = threads <= 1 ? 1 : tasks_wanted(threads);
   const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
   t.oc_chunks = needs.channels_first && planes < wanted ? std::min((wanted + planes - 1) / planes, granules) : 1;
-  // Enough tiles that one tile's packed panels stay near kPackedFloatsTarget ...
-  int64_t tiles = needs.packs_patches
-                      ? std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget)
-                      : 1;
+  // Enough tiles that one tile's packed panels stay near kPackedFloatsTarget, or that a tile's
+  // input stays in half of L2 for kernels that read it in place (a packing kernel copies its
+  // rows into a band: make_band) ...
+  int64_t tiles = 1;
+  if (needs.packs_patches) {
+    tiles = std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget);
+  } else if (!needs.packs_weights) {
+    // In double: the plane's input bytes with a dilation of any int64 may not fit one.
+    const double input_bytes = double(g.ic_per_group) * double((g.kernel[0] - 1) * g.dilation[0] + 1) *
+                               double(g.in[1]) * double(g.in[2]) * double(sizeof(float));
+    tiles = int64_t(std::min(double(panels), std::ceil(input_bytes / double(l2_cache_bytes() / 2))));
+  }
   // ... and that every thread has some, when the planes are few.
   const int64_t parts = planes * t.oc_chunks;
   if (parts * tiles < wanted) tiles = (wanted + parts - 1) / parts;

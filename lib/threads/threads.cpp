@@ -1,6 +1,7 @@
 #include "threads.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -35,6 +36,14 @@ int thread_count() {
   n = default_thread_count();
   configured_threads.store(n, std::memory_order_relaxed);
   return n;
+}
+
+int64_t l2_cache_bytes() {
+  static const int64_t bytes = [] {
+    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return reported > 0 ? int64_t(reported) : int64_t(1) << 20;
+  }();
+  return bytes;
 }
 
 void set_thread_count(int threads) {

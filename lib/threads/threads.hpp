@@ -14,6 +14,9 @@ namespace convjit::detail {
 int thread_count();                  // the setting in force (>= 1)
 void set_thread_count(int threads);  // 0 = default: CONVJIT_NUM_THREADS, else the CPUs this process may use
 
+// The L2 cache of one core, in bytes: the OS's figure (sysconf), else 1 MiB; read once.
+int64_t l2_cache_bytes();
+
 // Below this much work (in flops or element visits) a call runs on one thread.
 inline constexpr double kParallelWorkThreshold = 2e5;
 
