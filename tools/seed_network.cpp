@@ -15,6 +15,14 @@ void he_init(std::vector<float>& v, int64_t fan_in, std::mt19937& rng) {
   for (float& x : v) x = normal(rng);
 }
 
+SEEDNET_VECTOR_CLONES void add_scaled(float g, const float* from, float* to, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) to[i] += g * from[i];
+}
+
+SEEDNET_VECTOR_CLONES void pass_where_positive(const float* y, float* dy, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
 }  // namespace
 
 SeedNetwork::SeedNetwork(int64_t max_batch, uint32_t seed, ConvOps* ops)
@@ -100,19 +108,14 @@ void SeedNetwork::backward(const float* x, bool input_gradient) {
     for (int c = 0; c < kClasses; ++c) {
       const float g = logits_grad_[size_t(n * kClasses + c)];
       dense_db[size_t(c)] += g;
-      float* dw_row = &dense_dw[size_t(c * features_)];
-      const float* w_row = &dense_w[size_t(c * features_)];
-      for (int64_t f = 0; f < features_; ++f) {
-        dw_row[f] += g * features[f];
-        d_features[f] += g * w_row[f];
-      }
+      add_scaled(g, features, &dense_dw[size_t(c * features_)], features_);
+      add_scaled(g, &dense_w[size_t(c * features_)], d_features, features_);
     }
   }
   for (int i = kLayers - 1; i >= 0; --i) {
     ConvLayer& l = layers_[i];
     // Through the relu: the gradient passes where the output was positive.
-    const size_t count = size_t(l.dims.output_elements());
-    for (size_t j = 0; j < count; ++j) l.dy[j] = l.y[j] > 0.0f ? l.dy[j] : 0.0f;
+    pass_where_positive(l.y.data(), l.dy.data(), l.dims.output_elements());
     const float* input = i == 0 ? x : layers_[i - 1].y.data();
     ops_.backward_filter(i, l.dims, input, l.dy.data(), l.dw.data());
     const int64_t pixels = l.dims.output_elements() / (batch_ * l.dims.out_channels);

@@ -10,6 +10,16 @@
 #include <random>
 #include <vector>
 
+// The training step's element-by-element loops (the dense head's and the relu's gradients, the
+// optimizer): each element's arithmetic is the same at any vector width, so they are built for the
+// widest the host has (ifunc clones; none of these ISAs lets the compiler fuse a multiply and an
+// add, and the build forbids it: -ffp-contract=off) and give the default build's bits.
+#if defined(__x86_64__)
+#define SEEDNET_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SEEDNET_VECTOR_CLONES
+#endif
+
 namespace seednet {
 
 // The three convolutions of a training step. convjit's (a Runtime's) by default; bench/ plugs in

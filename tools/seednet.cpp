@@ -154,6 +154,23 @@ Dataset load(const std::string& dir, const std::string& split, int64_t limit) {
   return d;
 }
 
+SEEDNET_VECTOR_CLONES void adam_update(float lr, float c1, float c2, const float* g, float* m, float* v, float* w,
+                                       size_t count) {
+  const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+  for (size_t j = 0; j < count; ++j) {
+    m[j] = b1 * m[j] + (1 - b1) * g[j];
+    v[j] = b2 * v[j] + (1 - b2) * g[j] * g[j];
+    w[j] -= lr * (m[j] / c1) / (std::sqrt(v[j] / c2) + eps);
+  }
+}
+
+SEEDNET_VECTOR_CLONES void momentum_update(float lr, const float* g, float* m, float* w, size_t count) {
+  for (size_t j = 0; j < count; ++j) {
+    m[j] = 0.9f * m[j] + g[j];
+    w[j] -= lr * m[j];
+  }
+}
+
 // Adam (Kingma & Ba) or SGD with momentum 0.9, over every parameter of the network.
 class Optimizer {
  public:
@@ -166,22 +183,16 @@ class Optimizer {
   }
   void step() {
     ++t_;
-    const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
-    const float c1 = 1.0f - std::pow(b1, float(t_)), c2 = 1.0f - std::pow(b2, float(t_));
+    const float c1 = 1.0f - std::pow(0.9f, float(t_)), c2 = 1.0f - std::pow(0.999f, float(t_));
     for (size_t i = 0; i < params_.size(); ++i) {
       std::vector<float>& w = *params_[i].value;
       const std::vector<float>& g = *params_[i].gradient;
       std::vector<float>& m = first_[i];
       std::vector<float>& v = second_[i];
-      for (size_t j = 0; j < w.size(); ++j) {
-        if (adam_) {
-          m[j] = b1 * m[j] + (1 - b1) * g[j];
-          v[j] = b2 * v[j] + (1 - b2) * g[j] * g[j];
-          w[j] -= lr_ * (m[j] / c1) / (std::sqrt(v[j] / c2) + eps);
-        } else {
-          m[j] = 0.9f * m[j] + g[j];
-          w[j] -= lr_ * m[j];
-        }
+      if (adam_) {
+        adam_update(lr_, c1, c2, g.data(), m.data(), v.data(), w.data(), w.size());
+      } else {
+        momentum_update(lr_, g.data(), m.data(), w.data(), w.size());
       }
     }
   }
