@@ -157,6 +157,7 @@ extern "C" void convjit_policy_from_environment(convjit_policy* out) {
   out->code_budget_bytes = p.code_budget_bytes;
   out->perf_map = p.perf_map;
   out->max_isa = int32_t(p.max_isa);
+  out->adapt_threads = p.adapt_threads;
   // The environment's string outlives the policy; NULL when unset.
   out->cache_dir = p.cache_dir.empty() ? nullptr : std::getenv("CONVJIT_CACHE_DIR");
 }
@@ -192,6 +193,7 @@ extern "C" convjit_status convjit_runtime_create(const convjit_policy* policy, c
     p.code_budget_bytes = policy->code_budget_bytes;
     p.perf_map = policy->perf_map != 0;
     p.max_isa = convjit::Isa(policy->max_isa);
+    p.adapt_threads = policy->adapt_threads != 0;
     if (policy->cache_dir) p.cache_dir = policy->cache_dir;
     *runtime = reinterpret_cast<convjit_runtime*>(new convjit::Runtime(p));
     return Status::success();

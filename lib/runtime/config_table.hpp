@@ -13,8 +13,9 @@
 #include <mutex>
 #include <string>
 
-#include "convjit/convjit.h"
 #include "backend.hpp"
+#include "convjit/convjit.h"
+#include "thread_choice.hpp"
 
 namespace convjit::detail {
 
@@ -42,6 +43,7 @@ struct ConfigSlot {
   std::atomic<uint64_t> id{0};  // configuration hash, never 0; 0 = empty
   std::atomic<int64_t> calls{0}, calls_jit{0};
   std::atomic<int64_t> sampled_ns_generic{0}, samples_generic{0}, sampled_ns_jit{0}, samples_jit{0};
+  ThreadTimes thread_times_generic, thread_times_jit;  // one thread against the team, per tier
   std::atomic<const jit::CompiledKernel*> kernel{nullptr};
   std::atomic<int> state{int(SlotState::Cold)};
   std::atomic<int64_t> calls_at_aging{0};  // recent calls = calls - calls_at_aging

@@ -33,19 +33,24 @@ using detail::SlotState;
 // samples stands for all.
 constexpr int64_t kSampleEvery = 16;
 
-// Runs run() for the calls-th call of slot, `compiled` telling the tier; each tier's first call
-// and every kSampleEvery-th after it are timed.
+// Runs run(threads) for the calls-th call of slot, `compiled` telling the tier; each tier's first
+// call and every kSampleEvery-th after it are timed. threads: the runtime's, or one where the
+// slot's timed calls ran faster so lately (adapt: thread_choice.hpp).
 template <typename Run>
-void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, Run&& run) {
+void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, int threads, bool adapt, Run&& run) {
   const int64_t tier_call = compiled ? slot.calls_jit.fetch_add(1, std::memory_order_relaxed) + 1
                                      : calls - slot.calls_jit.load(std::memory_order_relaxed);
   const bool sampled = tier_call % kSampleEvery == 1;
+  detail::ThreadTimes& times = compiled ? slot.thread_times_jit : slot.thread_times_generic;
+  adapt = adapt && threads > 1;
+  const bool alone = adapt && detail::runs_alone(times, sampled ? tier_call / kSampleEvery : -1);
   const Clock::time_point start = sampled ? Clock::now() : Clock::time_point{};
-  run();
+  run(alone ? 1 : threads);
   if (sampled) {
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     (compiled ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);
     (compiled ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
+    if (adapt) detail::record_time(times, alone, ns);
   }
 }
 
@@ -106,12 +111,11 @@ void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeomet
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
-  const int threads = this->threads();
   const bool as_twin = detail::forward_runs_as_twin(g);
   const detail::ConvGeometry runs = as_twin ? detail::forward_twin(params) : g;
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, runs, params.rank, relu, &reading);
-  run_sampled(slot, calls, compiled != nullptr, [&] {
+  run_sampled(slot, calls, compiled != nullptr, threads(), policy.adapt_threads, [&](int threads) {
     run_forward_call(g, params, as_twin, runs, detail::select_tier(runs, compiled, isa_cap_), threads, x, w, bias, relu,
                      y);
   });
@@ -124,7 +128,6 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
-  const int threads = this->threads();
   // Every phase has the same kernel size and channels: the first phase's compiled kernel serves
   // every phase with its key (a phase whose rows take another ISA runs on tier 0).
   detail::ConvGeometry first;
@@ -137,7 +140,7 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, first_runs, params.rank, false, &reading);
   const jit::SpecKey compiled_key = compiled ? spec_key(first_runs, params.rank, false) : jit::SpecKey{};
-  run_sampled(slot, calls, compiled != nullptr, [&] {
+  run_sampled(slot, calls, compiled != nullptr, threads(), policy.adapt_threads, [&](int threads) {
     int64_t grid_floats = 0;
     for (int i = 0; i < phases.count; ++i) {
       const int64_t* grid = phases.phase[i].grid;
@@ -212,8 +215,7 @@ void Runtime::Impl::run_on_tier0(const Configuration& c, Run&& run, const std::s
                          : std::string("the ") + backend_->name() + " backend compiles no " + detail::op_name(c.op) +
                                " kernels for it (yet): tier 0 runs it");
   }
-  const int threads = this->threads();
-  run_sampled(slot, calls, false, [&] { run(threads); });
+  run_sampled(slot, calls, false, threads(), policy.adapt_threads, run);
 }
 
 detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w,
@@ -293,10 +295,10 @@ void Runtime::Impl::run_counted(const Configuration& c, KeyOf&& key_of_call, Dec
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
-  const int threads = this->threads();
   std::optional<detail::GracePeriods::Reader> reading;
   const jit::CompiledKernel* kernel = compiled(slot, id, calls, key_of_call, declined_because, &reading);
-  run_sampled(slot, calls, kernel != nullptr, [&] { run(threads, kernel); });
+  run_sampled(slot, calls, kernel != nullptr, threads(), policy.adapt_threads,
+              [&](int threads) { run(threads, kernel); });
 }
 
 template <typename Run>

@@ -64,6 +64,7 @@ Policy Policy::from_environment() {
   parse_bool("CONVJIT_ASYNC", &p.async);
   int64_t threads;
   if (parse_int("CONVJIT_NUM_THREADS", 0, &threads)) p.num_threads = int(threads);
+  parse_bool("CONVJIT_ADAPT_THREADS", &p.adapt_threads);
   parse_bool("CONVJIT_VERBOSE", &p.verbose);
   parse_bool("CONVJIT_SPECIALIZE_SIZES", &p.specialize_sizes);
   parse_bool("CONVJIT_DECLINE_SLOWER", &p.decline_slower);

@@ -60,11 +60,15 @@ std::string stats_to_json(const RuntimeStats& s, const Policy& p) {
   j += "  \"policy\": {\"backend\": " + quoted(backend_name(p.backend)) +
        ", \"hot_threshold\": " + std::to_string(p.hot_threshold) + ", \"async\": " + (p.async ? "true" : "false") +
        ", \"num_threads\": " + std::to_string(p.num_threads) +
+       ", \"adapt_threads\": " + (p.adapt_threads ? "true" : "false") +
        ", \"specialize_sizes\": " + (p.specialize_sizes ? "true" : "false") +
        ", \"decline_slower\": " + (p.decline_slower ? "true" : "false") +
        ", \"max_configurations\": " + std::to_string(p.max_configurations) +
-       ", \"code_budget_bytes\": " + std::to_string(p.code_budget_bytes) +
-       ", \"max_isa\": " + quoted(p.max_isa == Isa::Avx2 ? "avx2" : p.max_isa == Isa::Avx512 ? "avx512" : "auto") + "},\n";
+       ", \"code_budget_bytes\": " + std::to_string(p.code_budget_bytes) + ", \"max_isa\": " +
+       quoted(p.max_isa == Isa::Avx2     ? "avx2"
+              : p.max_isa == Isa::Avx512 ? "avx512"
+                                         : "auto") +
+       "},\n";
   j += "  \"backend\": " + quoted(s.backend) + ",\n";
   j += "  \"backend_unavailable_reason\": " + quoted(s.backend_unavailable_reason) + ",\n";
   j += "  \"totals\": {\"configurations\": " + std::to_string(s.configurations.size()) +

@@ -1,0 +1,24 @@
+#include "thread_choice.hpp"
+
+namespace convjit::detail {
+
+bool runs_alone(const ThreadTimes& times, int64_t sample) {
+  const int64_t alone = times.mean_ns[0].load(std::memory_order_relaxed);
+  const int64_t team = times.mean_ns[1].load(std::memory_order_relaxed);
+  const bool alone_wins = alone > 0 && team > 0 && alone < team;
+  if (sample < 0) return alone_wins;
+  // Timed calls: the winning side (the team until both are timed), and every other one the other
+  // side, or every kRareProbe-th where it lost by far.
+  const int64_t winner = alone_wins ? alone : team, loser = alone_wins ? team : alone;
+  const bool far = winner > 0 && double(loser) > kFarSlower * double(winner);
+  const bool probe = sample % (far ? kRareProbe : 2) == 1;
+  return probe != alone_wins;
+}
+
+void record_time(ThreadTimes& times, bool alone, int64_t ns) {
+  std::atomic<int64_t>& mean = times.mean_ns[alone ? 0 : 1];
+  const int64_t old = mean.load(std::memory_order_relaxed);
+  mean.store(old == 0 ? ns : old + (ns - old) / 4, std::memory_order_relaxed);
+}
+
+}  // namespace convjit::detail
