@@ -131,7 +131,9 @@ ConfigSlot& ConfigTable::find_or_insert(uint64_t id, const Configuration& config
        {&victim->calls, &victim->calls_jit, &victim->sampled_ns_generic, &victim->samples_generic,
         &victim->sampled_ns_jit, &victim->samples_jit, &victim->calls_at_aging, &victim->calls_at_sweep,
         &victim->calls_at_cold, &victim->thread_times_generic.mean_ns[0], &victim->thread_times_generic.mean_ns[1],
-        &victim->thread_times_jit.mean_ns[0], &victim->thread_times_jit.mean_ns[1]}) {
+        &victim->thread_times_jit.mean_ns[0], &victim->thread_times_jit.mean_ns[1],
+        &victim->thread_times_generic.samples[0], &victim->thread_times_generic.samples[1],
+        &victim->thread_times_jit.samples[0], &victim->thread_times_jit.samples[1]}) {
     counter->store(0, std::memory_order_relaxed);
   }
   for (auto* moment : {&victim->first_call_ns, &victim->hot_ns, &victim->kernel_ns}) {

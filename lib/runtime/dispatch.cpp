@@ -50,7 +50,7 @@ void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, int threads, bo
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     (compiled ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);
     (compiled ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
-    if (adapt) detail::record_time(times, alone, ns);
+    if (adapt && tier_call > 1) detail::record_time(times, alone, ns);  // not the tier's first, cold call
   }
 }
 

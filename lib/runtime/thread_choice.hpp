@@ -4,8 +4,10 @@
 // (bench/RESULTS.md, "Session 21": the seed network's 2-thread epoch 1.4 s against 1.05 s on one).
 // So the timed calls of a configuration (one in kSampleEvery per tier) alternate between one
 // thread and the team, each side keeping a running mean of its times, and the calls between them
-// take the side that ran faster lately. A side more than kFarSlower times slower is timed only every
-// kRareProbe-th timed call, so a large call loses little to its probes of one thread.
+// take the side that ran faster lately. A side more than kFarSlower times slower, both sides timed
+// kSettled times, is timed only every kRareProbe-th timed call, so a large call loses little to its
+// probes of one thread. A time more than twice its side's mean counts as twice the mean: one
+// preemption (or a cold first call) does not turn the choice.
 #pragma once
 
 #include <atomic>
@@ -15,10 +17,12 @@ namespace convjit::detail {
 
 struct ThreadTimes {
   std::atomic<int64_t> mean_ns[2] = {0, 0};  // [0] one thread, [1] the team; 0: not timed yet
+  std::atomic<int64_t> samples[2] = {0, 0};
 };
 
 inline constexpr int64_t kRareProbe = 8;
 inline constexpr double kFarSlower = 1.5;
+inline constexpr int64_t kSettled = 3;
 
 // Whether a call runs on one thread: `sample` is the number of a timed call of its tier (from 0),
 // or -1 for a call that is not timed.

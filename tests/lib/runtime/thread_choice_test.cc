@@ -1,7 +1,7 @@
 // lib/runtime/thread_choice: which calls of a configuration run on one thread. Until both sides
 // are timed the team runs, but every other timed call tries one thread; the calls between timed
-// ones follow the faster side; a side that lost by far is tried only every kRareProbe-th timed
-// call; the means follow new times and forget old ones.
+// ones follow the faster side; a side that lost by far, both sides timed a few times, is tried only
+// every kRareProbe-th timed call; one outlier does not turn the choice; the means follow new times.
 #include "thread_choice.hpp"
 
 #include <gtest/gtest.h>
@@ -44,17 +44,34 @@ TEST(ThreadChoice, UntimedCallsFollowTheFasterSide) {
   EXPECT_EQ(alone_among_timed(team_wins, 16), 8);
 }
 
-TEST(ThreadChoice, AFarSlowerSideIsTriedRarely) {
+// Each side timed `count` times at the same time.
+void record_times(ThreadTimes& times, bool alone, int64_t ns, int count) {
+  for (int i = 0; i < count; ++i) record_time(times, alone, ns);
+}
+
+TEST(ThreadChoice, AFarSlowerSideIsTriedRarelyOnceBothAreSettled) {
   ThreadTimes team_far_slower;
   record_time(team_far_slower, false, 2000);
   record_time(team_far_slower, true, 1000);
   EXPECT_TRUE(runs_alone(team_far_slower, -1));
+  EXPECT_EQ(alone_among_timed(team_far_slower, 16), 8) << "one time each: not settled, still alternating";
+  record_times(team_far_slower, false, 2000, detail::kSettled);
+  record_times(team_far_slower, true, 1000, detail::kSettled);
   EXPECT_EQ(alone_among_timed(team_far_slower, 8 * kRareProbe), 8 * kRareProbe - 8) << "the team every 8th";
   ThreadTimes alone_far_slower;
-  record_time(alone_far_slower, false, 1000);
-  record_time(alone_far_slower, true, 1600);
+  record_times(alone_far_slower, false, 1000, detail::kSettled);
+  record_times(alone_far_slower, true, 1600, detail::kSettled);
   EXPECT_FALSE(runs_alone(alone_far_slower, -1));
   EXPECT_EQ(alone_among_timed(alone_far_slower, 8 * kRareProbe), 8);
+}
+
+TEST(ThreadChoice, OneSlowCallDoesNotTurnTheChoice) {
+  ThreadTimes times;
+  record_times(times, false, 1000, 4);
+  record_times(times, true, 1400, 4);
+  record_time(times, false, 100000);  // a preemption: counted as twice the mean
+  EXPECT_EQ(times.mean_ns[1].load(), 1250);
+  EXPECT_FALSE(runs_alone(times, -1));
 }
 
 TEST(ThreadChoice, MeansFollowNewTimes) {
