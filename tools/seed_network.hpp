@@ -12,8 +12,9 @@
 
 // The training step's element-by-element loops (the dense head's and the relu's gradients, the
 // optimizer): each element's arithmetic is the same at any vector width, so they are built for the
-// widest the host has (ifunc clones; none of these ISAs lets the compiler fuse a multiply and an
-// add, and the build forbids it: -ffp-contract=off) and give the default build's bits.
+// widest the host has (ifunc clones) and give the default build's bits, as long as no multiply and
+// add are fused: AVX-512F has FMA instructions, and what includes this header builds with
+// -ffp-contract=off (tools/CMakeLists.txt: convjit_seednet's public option).
 #if defined(__x86_64__)
 #define SEEDNET_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else

@@ -62,8 +62,8 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   const int64_t granules = (g.oc_per_group + oc_granule - 1) / oc_granule;
   t.oc_chunks = needs.channels_first && planes < wanted ? std::min((wanted + planes - 1) / planes, granules) : 1;
   // Enough tiles that one tile's packed panels stay near kPackedFloatsTarget, or that a tile's
-  // input stays in half of L2 for kernels that read it in place (a packing kernel copies its
-  // rows into a band: make_band) ...
+  // input stays in half of L2 for kernels that read it once per channel block (a packing row
+  // kernel takes a plane whole on one thread: more tiles would pack its weights again) ...
   int64_t tiles = 1;
   if (needs.packs_patches) {
     tiles = std::max<int64_t>(1, (pixels * g.reduction + kPackedFloatsTarget - 1) / kPackedFloatsTarget);

@@ -30,7 +30,7 @@ using detail::Configuration;
 using detail::SlotState;
 
 // One call in kSampleEvery of each tier is timed (steady_clock costs ~20 ns); the mean of the
-// samples stands for all.
+// samples stands for all (with adapt_threads, the samples of both thread choices).
 constexpr int64_t kSampleEvery = 16;
 
 // Runs run(threads) for the calls-th call of slot, `compiled` telling the tier; each tier's first

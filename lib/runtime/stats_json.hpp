@@ -5,8 +5,7 @@
 // { "schema": "convjit-stats", "version": 2,
 //   "host": {"isa": "avx512" | "avx2" | "portable"}, "isa": the widest its kernels use (max_isa caps it),
 //   "policy": {"backend", "hot_threshold", "async", "num_threads", "adapt_threads", "specialize_sizes",
-//              "decline_slower",
-//              "max_configurations", "code_budget_bytes", "max_isa": "auto" | "avx2" | "avx512"},
+//              "decline_slower", "max_configurations", "code_budget_bytes", "max_isa": "auto" | "avx2" | "avx512"},
 //   "backend": "xbyak" | "none", "backend_unavailable_reason": "...",
 //   "totals": {"configurations", "calls_generic", "calls_jit", "compiles", "compile_failures", "kernels",
 //              "code_bytes", "evictions" (detector slots recycled), "kernel_evictions" (kernels the

@@ -1,5 +1,7 @@
 #include "thread_choice.hpp"
 
+#include <algorithm>
+
 namespace convjit::detail {
 
 bool runs_alone(const ThreadTimes& times, int64_t sample) {
@@ -10,7 +12,9 @@ bool runs_alone(const ThreadTimes& times, int64_t sample) {
   // Timed calls: the winning side (the team until both are timed), and every other one the other
   // side, or every kRareProbe-th where it lost by far.
   const int64_t winner = alone_wins ? alone : team, loser = alone_wins ? team : alone;
-  const bool far = winner > 0 && double(loser) > kFarSlower * double(winner);
+  const bool settled = times.samples[0].load(std::memory_order_relaxed) >= kSettled &&
+                       times.samples[1].load(std::memory_order_relaxed) >= kSettled;
+  const bool far = settled && double(loser) > kFarSlower * double(winner);
   const bool probe = sample % (far ? kRareProbe : 2) == 1;
   return probe != alone_wins;
 }
@@ -18,7 +22,8 @@ bool runs_alone(const ThreadTimes& times, int64_t sample) {
 void record_time(ThreadTimes& times, bool alone, int64_t ns) {
   std::atomic<int64_t>& mean = times.mean_ns[alone ? 0 : 1];
   const int64_t old = mean.load(std::memory_order_relaxed);
-  mean.store(old == 0 ? ns : old + (ns - old) / 4, std::memory_order_relaxed);
+  mean.store(old == 0 ? ns : old + (std::min(ns, 2 * old) - old) / 4, std::memory_order_relaxed);
+  times.samples[alone ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace convjit::detail

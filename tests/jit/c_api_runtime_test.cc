@@ -23,6 +23,7 @@ convjit_policy c_policy(int64_t hot_threshold, int32_t async) {
   p.async = async;
   p.num_threads = 0;
   p.decline_slower = 1;  // the default: what the backend expects to lose on stays generic
+  p.adapt_threads = 1;   // the default: a configuration faster on one thread runs on one
   p.hot_threshold = hot_threshold;
   p.max_configurations = 64;
   p.code_budget_bytes = int64_t(1) << 24;
