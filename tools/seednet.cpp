@@ -154,9 +154,12 @@ Dataset load(const std::string& dir, const std::string& split, int64_t limit) {
   return d;
 }
 
+constexpr float kAdamBeta1 = 0.9f, kAdamBeta2 = 0.999f, kAdamEpsilon = 1e-8f;
+
+// c1, c2: the bias corrections of step t, 1 - beta^t.
 SEEDNET_VECTOR_CLONES void adam_update(float lr, float c1, float c2, const float* g, float* m, float* v, float* w,
                                        size_t count) {
-  const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+  const float b1 = kAdamBeta1, b2 = kAdamBeta2, eps = kAdamEpsilon;
   for (size_t j = 0; j < count; ++j) {
     m[j] = b1 * m[j] + (1 - b1) * g[j];
     v[j] = b2 * v[j] + (1 - b2) * g[j] * g[j];
@@ -183,7 +186,7 @@ class Optimizer {
   }
   void step() {
     ++t_;
-    const float c1 = 1.0f - std::pow(0.9f, float(t_)), c2 = 1.0f - std::pow(0.999f, float(t_));
+    const float c1 = 1.0f - std::pow(kAdamBeta1, float(t_)), c2 = 1.0f - std::pow(kAdamBeta2, float(t_));
     for (size_t i = 0; i < params_.size(); ++i) {
       std::vector<float>& w = *params_[i].value;
       const std::vector<float>& g = *params_[i].gradient;

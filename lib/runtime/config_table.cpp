@@ -127,15 +127,13 @@ ConfigSlot& ConfigTable::find_or_insert(uint64_t id, const Configuration& config
   }
   if (victim->id.load(std::memory_order_relaxed) != 0) evictions_.fetch_add(1, std::memory_order_relaxed);
   victim->id.store(0, std::memory_order_release);
-  for (auto* counter :
-       {&victim->calls, &victim->calls_jit, &victim->sampled_ns_generic, &victim->samples_generic,
-        &victim->sampled_ns_jit, &victim->samples_jit, &victim->calls_at_aging, &victim->calls_at_sweep,
-        &victim->calls_at_cold, &victim->thread_times_generic.mean_ns[0], &victim->thread_times_generic.mean_ns[1],
-        &victim->thread_times_jit.mean_ns[0], &victim->thread_times_jit.mean_ns[1],
-        &victim->thread_times_generic.samples[0], &victim->thread_times_generic.samples[1],
-        &victim->thread_times_jit.samples[0], &victim->thread_times_jit.samples[1]}) {
+  for (auto* counter : {&victim->calls, &victim->calls_jit, &victim->sampled_ns_generic, &victim->samples_generic,
+                        &victim->sampled_ns_jit, &victim->samples_jit, &victim->calls_at_aging,
+                        &victim->calls_at_sweep, &victim->calls_at_cold}) {
     counter->store(0, std::memory_order_relaxed);
   }
+  victim->thread_times_generic.clear();
+  victim->thread_times_jit.clear();
   for (auto* moment : {&victim->first_call_ns, &victim->hot_ns, &victim->kernel_ns}) {
     moment->store(-1, std::memory_order_relaxed);
   }

@@ -19,6 +19,10 @@ bool runs_alone(const ThreadTimes& times, int64_t sample) {
   return probe != alone_wins;
 }
 
+void ThreadTimes::clear() {
+  for (auto* value : {&mean_ns[0], &mean_ns[1], &samples[0], &samples[1]}) value->store(0, std::memory_order_relaxed);
+}
+
 void record_time(ThreadTimes& times, bool alone, int64_t ns) {
   std::atomic<int64_t>& mean = times.mean_ns[alone ? 0 : 1];
   const int64_t old = mean.load(std::memory_order_relaxed);

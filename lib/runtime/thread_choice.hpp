@@ -18,6 +18,8 @@ namespace convjit::detail {
 struct ThreadTimes {
   std::atomic<int64_t> mean_ns[2] = {0, 0};  // [0] one thread, [1] the team; 0: not timed yet
   std::atomic<int64_t> samples[2] = {0, 0};  // times recorded per side
+
+  void clear();  // not timed yet (a recycled detector slot)
 };
 
 inline constexpr int64_t kRareProbe = 8;

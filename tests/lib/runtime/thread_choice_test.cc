@@ -21,6 +21,11 @@ int alone_among_timed(const ThreadTimes& times, int count) {
   return alone;
 }
 
+// One side timed `count` times, each taking ns.
+void record_times(ThreadTimes& times, bool alone, int64_t ns, int count) {
+  for (int i = 0; i < count; ++i) record_time(times, alone, ns);
+}
+
 TEST(ThreadChoice, UntimedSidesStartOnTheTeamAndTryOneThreadEveryOtherTimedCall) {
   ThreadTimes times;
   EXPECT_FALSE(runs_alone(times, -1));
@@ -42,11 +47,6 @@ TEST(ThreadChoice, UntimedCallsFollowTheFasterSide) {
   record_time(team_wins, true, 1000);
   EXPECT_FALSE(runs_alone(team_wins, -1));
   EXPECT_EQ(alone_among_timed(team_wins, 16), 8);
-}
-
-// Each side timed `count` times at the same time.
-void record_times(ThreadTimes& times, bool alone, int64_t ns, int count) {
-  for (int i = 0; i < count; ++i) record_time(times, alone, ns);
 }
 
 TEST(ThreadChoice, AFarSlowerSideIsTriedRarelyOnceBothAreSettled) {
@@ -80,7 +80,7 @@ TEST(ThreadChoice, MeansFollowNewTimes) {
   record_time(times, true, 800);
   EXPECT_TRUE(runs_alone(times, -1));
   // The host changes: one thread now takes 1500 ns a call; a few timed calls turn the choice.
-  for (int i = 0; i < 4; ++i) record_time(times, true, 1500);
+  record_times(times, true, 1500, 4);
   EXPECT_GT(times.mean_ns[0].load(), 1000);
   EXPECT_FALSE(runs_alone(times, -1));
 }
