@@ -131,42 +131,45 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
   }
 }
 
-// Output channels [oc0, oc0 + count) of one input channel. With several output channels, a block
-// of them shares each input load and covers one kernel row at a time (12 FMAs per 3 dy and 3 x
-// loads for 3x3, against 9 per 10 one channel at a time); a single channel covers all kernel rows
-// that fit the accumulators.
+// Accumulators a block may hold over several kernel rows: beyond 16 (2 or 3 output channels of a
+// 3x3 kernel) every kernel row at once ran slower than row by row (bench/RESULTS.md, "Session 22").
+template <typename F>
+constexpr int kMultiRowAccumulators = std::min(16, kAccumulators<F>);
+
+// A block of Ocb output channels over every kernel row at once (each dy vector loaded once for
+// all the taps) where its accumulators allow, else over one kernel row at a time.
+template <typename F, int Ocb, int KW, int Stride>
+void block_of_channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
+                       int64_t group, int64_t oc0, int64_t ic, float* dw) {
+  if constexpr (Ocb * 3 * KW <= kMultiRowAccumulators<F>) {
+    if (g.kernel[1] == 3) return channel_block<F, Ocb, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+  }
+  if constexpr (Ocb * 2 * KW <= kMultiRowAccumulators<F>) {
+    if (g.kernel[1] == 2) return channel_block<F, Ocb, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+  }
+  channel_block<F, Ocb, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+}
+
+// Output channels [oc0, oc0 + count) of one input channel, in blocks of up to 4 that share each
+// input load (12 FMAs per 3 dy and 3 x loads for a 3x3 row, against 9 per 10 one channel at a
+// time).
 template <typename F, int KW, int Stride>
 void channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
               int64_t group, int64_t oc0, int64_t count, int64_t ic, float* dw) {
   constexpr int kMaxOcb = std::min(4, kAccumulators<F> / KW);
-  if constexpr (kMaxOcb >= 2) {
-    for (; count >= 2; oc0 += kMaxOcb, count -= kMaxOcb) {
-      switch (std::min<int64_t>(count, kMaxOcb)) {
-        case 2: channel_block<F, 2, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw); break;
-        case 3:
-          if constexpr (kMaxOcb >= 3) channel_block<F, 3, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
-          break;
-        default:
-          if constexpr (kMaxOcb >= 4) channel_block<F, 4, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
-          break;
-      }
+  for (; count > 0; oc0 += kMaxOcb, count -= kMaxOcb) {
+    switch (std::min<int64_t>(count, kMaxOcb)) {
+      case 1: block_of_channels<F, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw); break;
+      case 2:
+        if constexpr (kMaxOcb >= 2) block_of_channels<F, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        break;
+      case 3:
+        if constexpr (kMaxOcb >= 3) block_of_channels<F, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        break;
+      default:
+        if constexpr (kMaxOcb >= 4) block_of_channels<F, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        break;
     }
-    if (count <= 0) return;
-  }
-  for (; count > 0; ++oc0, --count) {
-    if constexpr (3 * KW <= kAccumulators<F>) {
-      if (g.kernel[1] == 3) {
-        channel_block<F, 1, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
-        continue;
-      }
-    }
-    if constexpr (2 * KW <= kAccumulators<F>) {
-      if (g.kernel[1] == 2) {
-        channel_block<F, 1, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
-        continue;
-      }
-    }
-    channel_block<F, 1, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
   }
 }
 

@@ -1,8 +1,8 @@
 // lib/kernels/conv_backward_filter_direct: tier 0's NCHW direct backward filter, per ISA the host
 // has, called directly on random problems it takes (ranks 1-3, few channels, groups and depthwise,
-// kernels up to 7 wide, W stride 1 and 2, dilation, asymmetric padding, both modes): the oracle's
-// values, and the same bits on AVX2 and AVX-512 (both keep the contract's 8 lane chains) and for 1
-// and 3 threads.
+// kernels up to 7 wide, 2 and 3 rows high under blocks of output channels, W stride 1 and 2,
+// dilation, asymmetric padding, both modes): the oracle's values, and the same bits on AVX2 and
+// AVX-512 (both keep the contract's 8 lane chains) and for 1 and 3 threads.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -47,6 +47,10 @@ TEST(BackwardFilterDirectKernels, OracleValuesAndTheSameBitsOnEveryIsaAndThreadC
     if (i % 5 == 0) {  // depthwise over more channels than a task takes, rows around a vector
       d.in_channels = d.out_channels = d.groups = 9 + i % 7;
       d.in_size[size_t(rank - 1)] += 8 * (i % 3);
+    }
+    if (i % 5 == 1 && rank >= 2) {  // 2 and 3 kernel rows for blocks of 2-4 output channels at once
+      d.kernel[size_t(rank - 2)] = 2 + i % 2;
+      d.out_channels = d.groups * (2 + i % 3);
     }
     detail::ConvGeometry g;
     if (!detail::make_conv_geometry(d.to_c(), &g).ok()) continue;
