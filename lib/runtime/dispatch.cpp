@@ -101,13 +101,14 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
   detail::ConvGeometry g;
   CONVJIT_RETURN_IF_ERROR(detail::validate_conv_forward(params, x, w, activation, y, &g));
   run_forward(detail::conv_configuration(CONVJIT_OP_CONV_FORWARD, *params, activation, bias != nullptr), g, *params, x,
-              w, bias, activation == CONVJIT_ACT_RELU, y);
+              w, bias, activation == CONVJIT_ACT_RELU, y, [](int) {});
   return detail::Status::success();
 }
 
+template <typename After>
 void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeometry& g,
                                 const convjit_conv_params& params, const float* x, const float* w, const float* bias,
-                                bool relu, float* y) {
+                                bool relu, float* y, After&& after) {
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
@@ -118,6 +119,7 @@ void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeomet
   run_sampled(slot, calls, compiled != nullptr, threads(), policy.adapt_threads, [&](int threads) {
     run_forward_call(g, params, as_twin, runs, detail::select_tier(runs, compiled, isa_cap_), threads, x, w, bias, relu,
                      y);
+    after(threads);
   });
 }
 
@@ -229,8 +231,9 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
     CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(forward, &forward_geometry));
     const float* w_t = detail::weights_of_the_forward(g, w);
     float* grid = detail::thread_rewrite_outputs(size_t(g.batch * g.in_channels * g.out_pixels()));
-    run_forward(c, forward_geometry, forward, dy, w_t, nullptr, false, grid);
-    detail::spread_grid(g, detail::strided_pointwise_placement(g), grid, dx, true, threads());
+    run_forward(c, forward_geometry, forward, dy, w_t, nullptr, false, grid, [&](int threads) {
+      detail::spread_grid(g, detail::strided_pointwise_placement(g), grid, dx, true, threads);
+    });
     return detail::Status::success();
   }
   if (detail::BackwardDataPhases phases; detail::strided_backward_data_phases(g, *params, &phases)) {
@@ -250,7 +253,7 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
   }
   detail::ConvGeometry forward_geometry;
   CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(forward, &forward_geometry));
-  run_forward(c, forward_geometry, forward, dy, detail::weights_of_the_forward(g, w), nullptr, false, dx);
+  run_forward(c, forward_geometry, forward, dy, detail::weights_of_the_forward(g, w), nullptr, false, dx, [](int) {});
   return detail::Status::success();
 }
 

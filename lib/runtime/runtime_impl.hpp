@@ -63,9 +63,11 @@ struct Runtime::Impl {
   // configuration id, *calls the call's number.
   detail::ConfigSlot& count_call(const detail::Configuration& c, uint64_t* id, int64_t* calls);
   // Runs a forward convolution g (the problem as given: `params`) for configuration c: the
-  // compiled kernel of what runs (g, or its NCHW twin) once one has arrived, else tier 0.
+  // compiled kernel of what runs (g, or its NCHW twin) once one has arrived, else tier 0; then
+  // after(threads) on the threads it ran with (a rewrite's pass over y), within the call's time.
+  template <typename After>
   void run_forward(const detail::Configuration& c, const detail::ConvGeometry& g, const convjit_conv_params& params,
-                   const float* x, const float* w, const float* bias, bool relu, float* y);
+                   const float* x, const float* w, const float* bias, bool relu, float* y, After&& after);
   // Backward data g (params) of configuration c as the forward convolutions of its phases
   // (lib/rewrite/backward_as_forward.hpp), one call counted: the first phase's compiled kernel
   // runs every phase with its key, tier 0 the rest.
