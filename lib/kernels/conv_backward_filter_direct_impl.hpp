@@ -40,6 +40,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
   const int64_t dy_channel = g.y.channel;
   for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
     typename F::Vec grad[Ocb];
+#pragma GCC unroll 4
     for (int o = 0; o < Ocb; ++o) grad[o] = F::load(dy_row + o * dy_channel + ow);
     const int64_t first_w = first_input_column(g, ow);
 #pragma GCC unroll 4
@@ -48,6 +49,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
 #pragma GCC unroll 8
       for (int kw = 0; kw < KW; ++kw) {
         const typename F::Vec in = load_real_inputs<F, Stride>(rows[r], first_w + kw * step_w);
+#pragma GCC unroll 4
         for (int o = 0; o < Ocb; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
       }
     }
@@ -55,6 +57,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto& edge = columns.edges[e];
     typename F::Vec grad[Ocb];
+#pragma GCC unroll 4
     for (int o = 0; o < Ocb; ++o) grad[o] = F::load(dy_row + o * dy_channel + edge.ow, edge.lanes);
     const int64_t first_w = first_input_column(g, edge.ow);
 #pragma GCC unroll 4
@@ -63,6 +66,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
 #pragma GCC unroll 8
       for (int kw = 0; kw < KW; ++kw) {
         const typename F::Vec in = load_edge_inputs<F, KW, Stride>(edge, rows[r] + first_w + kw * step_w, kw);
+#pragma GCC unroll 4
         for (int o = 0; o < Ocb; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
       }
     }
@@ -88,9 +92,14 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
         while (oh_begin < oh_end && input_coordinate(g, 1, oh_begin, kh0 + r) < 0) ++oh_begin;
         while (oh_end > oh_begin && input_coordinate(g, 1, oh_end - 1, kh0 + r) >= g.in[1]) --oh_end;
       }
+      // Every loop over the accumulators is unrolled: one left indexed kept them in memory,
+      // reloaded around every row (bench/RESULTS.md, "Session 22").
       typename F::Vec acc[Ocb][Rows][KW];
+#pragma GCC unroll 4
       for (int o = 0; o < Ocb; ++o) {
+#pragma GCC unroll 4
         for (int r = 0; r < Rows; ++r) {
+#pragma GCC unroll 8
           for (int kw = 0; kw < KW; ++kw) acc[o][r][kw] = F::zero();
         }
       }
@@ -120,8 +129,12 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
           for (int64_t oh = std::max(oh_begin, oh_end); oh < g.out[1]; ++oh) padded_row(oh);
         }
       }
+#pragma GCC unroll 4
       for (int o = 0; o < Ocb; ++o) {
-        for (int r = 0; r < Rows && kh0 + r < g.kernel[1]; ++r) {
+#pragma GCC unroll 4
+        for (int r = 0; r < Rows; ++r) {
+          if (kh0 + r >= g.kernel[1]) continue;
+#pragma GCC unroll 8
           for (int kw = 0; kw < KW; ++kw) {
             out[o * g.reduction + (kd * g.kernel[1] + kh0 + r) * KW + kw] = horizontal_sum(acc[o][r][kw]);
           }
@@ -131,20 +144,15 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
   }
 }
 
-// Accumulators a block may hold over several kernel rows: beyond 16 (2 or 3 output channels of a
-// 3x3 kernel) every kernel row at once ran slower than row by row (bench/RESULTS.md, "Session 22").
-template <typename F>
-constexpr int kMultiRowAccumulators = std::min(16, kAccumulators<F>);
-
 // A block of Ocb output channels over every kernel row at once (each dy vector loaded once for
 // all the taps) where its accumulators allow, else over one kernel row at a time.
 template <typename F, int Ocb, int KW, int Stride>
 void block_of_channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
                        int64_t group, int64_t oc0, int64_t ic, float* dw) {
-  if constexpr (Ocb * 3 * KW <= kMultiRowAccumulators<F>) {
+  if constexpr (Ocb * 3 * KW <= kAccumulators<F>) {
     if (g.kernel[1] == 3) return channel_block<F, Ocb, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
   }
-  if constexpr (Ocb * 2 * KW <= kMultiRowAccumulators<F>) {
+  if constexpr (Ocb * 2 * KW <= kAccumulators<F>) {
     if (g.kernel[1] == 2) return channel_block<F, Ocb, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
   }
   channel_block<F, Ocb, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
