@@ -1,6 +1,8 @@
 #include "transpose.hpp"
 
 #include "isa.hpp"
+#include "kernel_isa.hpp"
+#include "transpose_few_channels_impl.hpp"
 
 namespace convjit::detail {
 namespace {
@@ -25,6 +27,14 @@ void transpose_matrix(int64_t rows, int64_t cols, ConstRows src, Rows dst) {
   if (jit::host_has(jit::Isa::Avx2Fma)) return avx2::transpose_matrix(rows, cols, src, dst);
 #endif
   transpose_portable(rows, cols, src, dst);
+}
+
+void transpose_few_channels(int64_t channels, int64_t pixels, const float* src, float* dst, bool to_nchw) {
+#if defined(__x86_64__)
+  if (process_may_use(jit::Isa::Avx512)) return avx512::transpose_few_channels(channels, pixels, src, dst, to_nchw);
+  if (jit::host_has(jit::Isa::Avx2Fma)) return avx2::transpose_few_channels(channels, pixels, src, dst, to_nchw);
+#endif
+  run_transpose_few_channels(channels, pixels, src, dst, to_nchw);
 }
 
 }  // namespace convjit::detail

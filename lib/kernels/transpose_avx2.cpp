@@ -2,6 +2,7 @@
 
 #include "transpose.hpp"
 #include "transpose_8x8_avx2.hpp"
+#include "transpose_few_channels_impl.hpp"
 
 namespace convjit::detail::avx2 {
 namespace {
@@ -45,6 +46,11 @@ void transpose_matrix(int64_t rows, int64_t cols, ConstRows src, Rows dst) {
   for (; c < cols; ++c) {
     for (int64_t r = 0; r < rows; ++r) dst.data[c * dst.stride + r] = src.data[r * src.stride + c];
   }
+  _mm256_zeroupper();
+}
+
+void transpose_few_channels(int64_t channels, int64_t pixels, const float* src, float* dst, bool to_nchw) {
+  run_transpose_few_channels(channels, pixels, src, dst, to_nchw);
   _mm256_zeroupper();
 }
 

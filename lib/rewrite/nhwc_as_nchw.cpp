@@ -16,36 +16,17 @@ namespace {
 // (x, w and y together: 64 MiB) a problem stays NHWC rather than hold that much per thread.
 constexpr int64_t kMaxCopiedFloats = int64_t(16) << 20;
 
-// One image, [pixel][channel] <-> [channel][pixel], with few channels (a compile-time count, so
-// the compiler vectorizes across pixels): pixels in blocks, the block's rows kept in cache across
-// the channels. (More channels: the blocked matrix transpose of lib/kernels/transpose.hpp, below;
-// with 128 channels a pixel is 512 bytes on: a 256-pixel block's rows fall into 8 of L1's 64 sets
-// and evict each other; grouped_32x4 NHWC spent 75% of its time here.)
-template <int Channels>
-void transpose_few_channels(int64_t pixels, const float* src, float* dst, bool to_nchw) {
-  constexpr int64_t kBlock = 256;
-  for (int64_t first = 0; first < pixels; first += kBlock) {
-    const int64_t end = std::min(pixels, first + kBlock);
-    for (int64_t c = 0; c < Channels; ++c) {
-      if (to_nchw) {
-        for (int64_t p = first; p < end; ++p) dst[c * pixels + p] = src[p * Channels + c];
-      } else {
-        for (int64_t p = first; p < end; ++p) dst[p * Channels + c] = src[c * pixels + p];
-      }
-    }
-  }
-}
-
+// Images between [pixel][channel] and [channel][pixel]: a task per image with few channels (the
+// count a compile-time constant, kernels/transpose.hpp), else the blocked matrix transpose in
+// blocks of pixels (with 128 channels a pixel is 512 bytes on: a channel-by-channel walk over a
+// block's rows fell into 8 of L1's 64 sets, and grouped_32x4 NHWC spent 75% of its time there).
 void transpose_images(int64_t images, int64_t pixels, int64_t channels, const float* src, float* dst, bool to_nchw,
                       int threads) {
-  using Transpose = void (*)(int64_t, const float*, float*, bool);
-  constexpr Transpose kFew[] = {transpose_few_channels<1>, transpose_few_channels<2>, transpose_few_channels<3>,
-                                transpose_few_channels<4>, transpose_few_channels<5>, transpose_few_channels<6>,
-                                transpose_few_channels<7>, transpose_few_channels<8>};
   const int64_t image = pixels * channels;
-  if (channels <= 8) {
-    parallel_for(threads, images, double(images * image),
-                 [&](int64_t n) { kFew[channels - 1](pixels, src + n * image, dst + n * image, to_nchw); });
+  if (channels <= kMaxFewChannels) {
+    parallel_for(threads, images, double(images * image), [&](int64_t n) {
+      transpose_few_channels(channels, pixels, src + n * image, dst + n * image, to_nchw);
+    });
     return;
   }
   // Runtime counts: fewer images than threads share them out in blocks of pixels (a first layer's

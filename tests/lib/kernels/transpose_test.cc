@@ -1,7 +1,8 @@
 // lib/kernels/transpose: the layout copies' matrix transpose, each build the host has, on shapes
 // around its 8 x 8 blocks and 16-column strips (and rows 4 KiB apart, which take 8-column strips),
 // against the element-by-element definition, with rows packed or further apart on either side;
-// nothing outside the destination is written.
+// the few-channel image transpose of each build, both directions; nothing outside the destination
+// is written.
 #include "transpose.hpp"
 
 #include <gtest/gtest.h>
@@ -49,6 +50,47 @@ TEST(Transpose, EveryBuildMatchesTheDefinition) {
           }
           EXPECT_EQ(wrong, 0);
           EXPECT_EQ(touched_gaps, 0);
+          for (int i = 0; i < 16; ++i) {
+            EXPECT_TRUE(std::isnan(dst[size_t(i)]) && std::isnan(dst[dst.size() - 1 - size_t(i)])) << "guard " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Images of 1-8 channels, each build the host has (the widest too), both directions, pixel
+// counts around every build's vector lanes: the definition, and nothing past the image written.
+TEST(Transpose, FewChannelImagesMatchTheDefinition) {
+  struct Build {
+    const char* name;
+    bool available;
+    void (*transpose)(int64_t, int64_t, const float*, float*, bool);
+  };
+  const Build builds[] = {{"widest", true, detail::transpose_few_channels},
+                          {"avx2", jit::host_has(jit::Isa::Avx2Fma), detail::avx2::transpose_few_channels},
+                          {"avx512", jit::host_has(jit::Isa::Avx512), detail::avx512::transpose_few_channels}};
+  for (const Build& b : builds) {
+    if (!b.available) continue;
+    for (int64_t channels = 1; channels <= detail::kMaxFewChannels; ++channels) {
+      for (int64_t pixels : {1, 7, 8, 15, 16, 17, 33, 100}) {
+        for (bool to_nchw : {false, true}) {
+          SCOPED_TRACE(std::string(b.name) + " " + std::to_string(channels) + " channels, " + std::to_string(pixels) +
+                       " pixels, to " + (to_nchw ? "NCHW" : "NHWC"));
+          const int64_t floats = channels * pixels;
+          std::vector<float> src(static_cast<size_t>(floats));
+          for (int64_t i = 0; i < floats; ++i) src[size_t(i)] = float(i) + 0.5f;
+          std::vector<float> dst(size_t(floats) + 32, NAN);  // 16 guard floats each side
+          b.transpose(channels, pixels, src.data(), dst.data() + 16, to_nchw);
+          int wrong = 0;
+          for (int64_t p = 0; p < pixels; ++p) {
+            for (int64_t c = 0; c < channels; ++c) {
+              const float nhwc = to_nchw ? src[size_t(p * channels + c)] : dst[size_t(16 + p * channels + c)];
+              const float nchw = to_nchw ? dst[size_t(16 + c * pixels + p)] : src[size_t(c * pixels + p)];
+              wrong += nhwc != nchw;
+            }
+          }
+          EXPECT_EQ(wrong, 0);
           for (int i = 0; i < 16; ++i) {
             EXPECT_TRUE(std::isnan(dst[size_t(i)]) && std::isnan(dst[dst.size() - 1 - size_t(i)])) << "guard " << i;
           }
