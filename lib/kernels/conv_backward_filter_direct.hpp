@@ -1,6 +1,7 @@
 // Backward filter for NCHW with few channels (the seed network's 1-3) and kernels up to 7 wide:
-// one task per (group, oc, ic) keeps a vector accumulator per tap of a kernel row in registers and
-// runs over every image and output row, so no patch is packed. Deterministic: each dw element has one owner and a fixed
+// a task per (group, block of output channels, ic) keeps a vector accumulator per tap of the
+// block's kernel rows (all of them where they fit, else one at a time) in registers and runs over
+// every image and output row, so no patch is packed. Deterministic: each dw element has one owner and a fixed
 // order (lanes accumulate pixels ow = lane mod 8, then a fixed horizontal sum). One kernel
 // (conv_backward_filter_direct_impl.hpp) built for AVX2 and for AVX-512 on 8 lanes, the same bits.
 #pragma once

@@ -133,7 +133,6 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
       for (int o = 0; o < Ocb; ++o) {
 #pragma GCC unroll 4
         for (int r = 0; r < Rows; ++r) {
-          if (kh0 + r >= g.kernel[1]) continue;
 #pragma GCC unroll 8
           for (int kw = 0; kw < KW; ++kw) {
             out[o * g.reduction + (kd * g.kernel[1] + kh0 + r) * KW + kw] = horizontal_sum(acc[o][r][kw]);
@@ -144,23 +143,30 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
   }
 }
 
-// A block of Ocb output channels over every kernel row at once (each dy vector loaded once for
-// all the taps) where its accumulators allow, else over one kernel row at a time.
+// Whether a block of Ocb output channels over Rows kernel rows keeps everything its row loop holds
+// in registers: the accumulators, a dy vector per channel and the input (at stride 2 its two loads
+// and the permute's indices).
+template <typename F, int Ocb, int Rows, int KW, int Stride>
+constexpr bool kRowsFitRegisters = Ocb* Rows* KW + Ocb + (Stride == 1 ? 1 : 3) <= F::kRegisters;
+
+// A block of Ocb output channels over the kernel's whole height at once (each dy vector loaded
+// once for all the taps) where it fits the registers, else one kernel row at a time: Rows is the
+// height or 1, so a block never covers rows past the kernel.
 template <typename F, int Ocb, int KW, int Stride>
 void block_of_channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
                        int64_t group, int64_t oc0, int64_t ic, float* dw) {
-  if constexpr (Ocb * 3 * KW <= kAccumulators<F>) {
+  if constexpr (kRowsFitRegisters<F, Ocb, 3, KW, Stride>) {
     if (g.kernel[1] == 3) return channel_block<F, Ocb, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
   }
-  if constexpr (Ocb * 2 * KW <= kAccumulators<F>) {
+  if constexpr (kRowsFitRegisters<F, Ocb, 2, KW, Stride>) {
     if (g.kernel[1] == 2) return channel_block<F, Ocb, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
   }
   channel_block<F, Ocb, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
 }
 
 // Output channels [oc0, oc0 + count) of one input channel, in blocks of up to 4 that share each
-// input load (12 FMAs per 3 dy and 3 x loads for a 3x3 row, against 9 per 10 one channel at a
-// time).
+// input load (12 FMAs per 4 dy and 3 x loads for a row of a 3x3, against 9 per 10 one channel at a
+// time over its three rows).
 template <typename F, int KW, int Stride>
 void channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
               int64_t group, int64_t oc0, int64_t count, int64_t ic, float* dw) {
@@ -181,9 +187,9 @@ void channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, c
   }
 }
 
-// Tasks: (group, block of output channels, input channel). Blocks of 4 share the most loads; with
-// few channels (the seed network: 3 x 3 tasks at most), smaller blocks only where a thread would
-// otherwise have no task, since each block reads the inputs again. Any blocking gives the same
+// Tasks: (group, block of output channels, input channel). Blocks of up to 4 share the input
+// loads; with few channels (the seed network: 3 x 3 tasks at most), smaller blocks only where a
+// thread would otherwise have no task, since each block reads the inputs again. Any blocking gives the same
 // bits. The columns are planned once per call.
 template <typename F, int KW, int Stride>
 void direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {

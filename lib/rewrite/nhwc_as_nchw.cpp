@@ -18,8 +18,8 @@ constexpr int64_t kMaxCopiedFloats = int64_t(16) << 20;
 
 // Images between [pixel][channel] and [channel][pixel]: a task per image with few channels (the
 // count a compile-time constant, kernels/transpose.hpp), else the blocked matrix transpose in
-// blocks of pixels (with 128 channels a pixel is 512 bytes on: a channel-by-channel walk over a
-// block's rows fell into 8 of L1's 64 sets, and grouped_32x4 NHWC spent 75% of its time there).
+// blocks of pixels (with 128 channels a pixel is 512 bytes on, and a channel-by-channel walk over
+// a block's rows fell into a few of L1's sets: bench/RESULTS.md, "Session 5").
 void transpose_images(int64_t images, int64_t pixels, int64_t channels, const float* src, float* dst, bool to_nchw,
                       int threads) {
   const int64_t image = pixels * channels;

@@ -65,6 +65,7 @@ struct Runtime::Impl {
   // Runs a forward convolution g (the problem as given: `params`) for configuration c: the
   // compiled kernel of what runs (g, or its NCHW twin) once one has arrived, else tier 0; then
   // after(threads) on the threads it ran with (a rewrite's pass over y), within the call's time.
+  // Defined in dispatch.cpp, where all its callers are.
   template <typename After>
   void run_forward(const detail::Configuration& c, const detail::ConvGeometry& g, const convjit_conv_params& params,
                    const float* x, const float* w, const float* bias, bool relu, float* y, After&& after);

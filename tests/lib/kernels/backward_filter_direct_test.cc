@@ -49,8 +49,8 @@ TEST(BackwardFilterDirectKernels, OracleValuesAndTheSameBitsOnEveryIsaAndThreadC
       d.in_size[size_t(rank - 1)] += 8 * (i % 3);
     }
     if (i % 5 == 1 && rank >= 2) {  // 2 and 3 kernel rows for blocks of 2-4 output channels at once
-      d.kernel[size_t(rank - 2)] = 2 + i % 2;
-      d.out_channels = d.groups * (2 + i % 3);
+      d.kernel[size_t(rank - 2)] = 2 + i / 5 % 2;
+      d.out_channels = d.groups * (2 + i / 10 % 3);
     }
     detail::ConvGeometry g;
     if (!detail::make_conv_geometry(d.to_c(), &g).ok()) continue;
