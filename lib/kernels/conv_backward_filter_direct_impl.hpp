@@ -143,11 +143,13 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
   }
 }
 
-// Whether a block of Ocb output channels over Rows kernel rows keeps everything its row loop holds
+// Whether a block of ocb output channels over `rows` kernel rows keeps everything its row loop holds
 // in registers: the accumulators, a dy vector per channel and the input (at stride 2 its two loads
 // and the permute's indices).
-template <typename F, int Ocb, int Rows, int KW, int Stride>
-constexpr bool kRowsFitRegisters = Ocb* Rows* KW + Ocb + (Stride == 1 ? 1 : 3) <= F::kRegisters;
+template <typename F>
+constexpr bool rows_fit_registers(int ocb, int rows, int kw, int stride) {
+  return ocb * rows * kw + ocb + (stride == 1 ? 1 : 3) <= F::kRegisters;
+}
 
 // A block of Ocb output channels over the kernel's whole height at once (each dy vector loaded
 // once for all the taps) where it fits the registers, else one kernel row at a time: Rows is the
@@ -155,10 +157,10 @@ constexpr bool kRowsFitRegisters = Ocb* Rows* KW + Ocb + (Stride == 1 ? 1 : 3) <
 template <typename F, int Ocb, int KW, int Stride>
 void block_of_channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
                        int64_t group, int64_t oc0, int64_t ic, float* dw) {
-  if constexpr (kRowsFitRegisters<F, Ocb, 3, KW, Stride>) {
+  if constexpr (rows_fit_registers<F>(Ocb, 3, KW, Stride)) {
     if (g.kernel[1] == 3) return channel_block<F, Ocb, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
   }
-  if constexpr (kRowsFitRegisters<F, Ocb, 2, KW, Stride>) {
+  if constexpr (rows_fit_registers<F>(Ocb, 2, KW, Stride)) {
     if (g.kernel[1] == 2) return channel_block<F, Ocb, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
   }
   channel_block<F, Ocb, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
