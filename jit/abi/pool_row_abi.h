@@ -11,10 +11,13 @@
  * into dx, output after output along the run (the driver calls the runs in output order, between
  * tier 0's outputs, so every dx element gets its terms in output order): mean dy / divisor to
  * every tap, max dy to the first tap, row-major, whose x equals y (compared ordered: NaN equals
- * nothing). Where the windows tile x (convjit_pool_windows_tile: no two share an element, none
- * skips one), backward rows write their windows' dx without reading it, each element once:
- * +0 + the gradient where one goes, else +0, the bits of adding into a zeroed dx; tier 0's
- * backward kernel, which zeroes the rest of dx, leaves those elements alone. */
+ * nothing). Where the windows cover x (convjit_pool_windows_cover: dilation 1, stride at most the
+ * window, so no element between windows is skipped), an output's taps from window - stride on
+ * along every dim reach elements no earlier output reached (in output order): backward rows write
+ * those without reading them, +0 + the gradient where one goes, else +0, the bits of adding into
+ * a zeroed dx, and add into the rest; tier 0's backward kernel, which zeroes the rest of dx before
+ * the rows run, leaves the first-reached elements of the compiled outputs alone. Where the windows
+ * tile x (stride = window) that is every tap. */
 #ifndef CONVJIT_JIT_POOL_ROW_ABI_H
 #define CONVJIT_JIT_POOL_ROW_ABI_H
 
@@ -46,12 +49,12 @@ typedef struct convjit_pool_row {
 
 typedef void (*convjit_pool_row_fn)(const convjit_pool_problem* problem, const convjit_pool_row* row);
 
-/* Whether the windows of (window, stride, dilation) tile the input along every dim: stride equal
- * to the window, dilation 1. */
-static inline int convjit_pool_windows_tile(const int64_t window[3], const int64_t stride[3],
-                                            const int64_t dilation[3]) {
+/* Whether the windows of (window, stride, dilation) cover the input without gaps along every dim:
+ * stride at most the window, dilation 1. */
+static inline int convjit_pool_windows_cover(const int64_t window[3], const int64_t stride[3],
+                                             const int64_t dilation[3]) {
   for (int d = 0; d < 3; ++d) {
-    if (stride[d] != window[d] || dilation[d] != 1) return 0;
+    if (stride[d] > window[d] || dilation[d] != 1) return 0;
   }
   return 1;
 }

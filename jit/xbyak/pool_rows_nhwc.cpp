@@ -15,7 +15,13 @@ using namespace Xbyak;
 
 constexpr int kBlockVectors = 4;      // a pixel's channels in blocks of 4 vectors, as tier 0's kernels
 constexpr int64_t kMaxPoolTaps = 64;  // windows unrolled; larger ones stay on tier 0
+constexpr int kFixedRegisters = 16;   // the vectors every plan uses; backward's carries follow
 alignas(4) const float kMinusInfinityThenNan[2] = {-INFINITY, NAN};
+
+// A tap of the window: plane a, row b, column c.
+struct Tap {
+  int a, b, c;
+};
 
 #define ROW(field) qword[reg_row + offsetof(convjit_pool_row, field)]
 
@@ -31,11 +37,13 @@ alignas(4) const float kMinusInfinityThenNan[2] = {-INFINITY, NAN};
 //         acc = met ? acc : NaN
 //       y[o] = max ? acc : acc / divisor
 //     backward:
-//       g = dy[o] (mean: g / divisor); max: routed = none
+//       g = dy[o] (mean: g / divisor); max: m = y[o]
 //       for each tap t of the window, row-major:
 //         mean: dx[t] = dx[t] + g
-//         max:  here = (x[t] == y[o]) and not routed; routed |= here; dx[t] = here ? dx[t] + g : dx[t]
-//       where the windows tile x, dx[t] is +0 before: g = +0 + g once, and dx[t] = g (max: here ? g : +0)
+//         max:  here = (x[t] == m); m = here ? NaN : m; dx[t] = here ? dx[t] + g : dx[t]
+//         (a routed lane's m is NaN, which equals nothing: each lane routes to its first match)
+//       where the windows cover x, g = +0 + g once, and the taps no earlier output reaches (from
+//       window - stride on along every dim) find dx +0: dx[t] = g (max: here ? g : +0), not read
 // lane by lane tier 0's operations (lib/kernels/pool_nhwc_impl.hpp), so the bits are its bits.
 class Generator : public CodeGenerator {
  public:
@@ -70,14 +78,17 @@ class Generator : public CodeGenerator {
   Xmm nan() const { return vector(plan_.isa, 10); }
   Xmm minus_infinity() const { return vector(plan_.isa, 11); }
   Xmm divisor() const { return vector(plan_.isa, plan_.backward ? 4 : 12); }  // backward mean: no y vectors
-  // Backward: gradients 0..3, max's y 4..7 and AVX2's "routed" masks 8..11, temporaries 12..14.
+  // Backward: gradients 0..3, max's y 4..7 (NaN once routed) and NaN in 10, temporaries 12..14.
   Xmm gradient(int v) const { return vector(plan_.isa, v); }
   Xmm y_value(int v) const { return vector(plan_.isa, kBlockVectors + v); }
-  Xmm routed(int v) const { return vector(plan_.isa, 2 * kBlockVectors + v); }
   Xmm temporary(int t) const { return vector(plan_.isa, 12 + t); }
   Xmm lane_mask() const { return vector(plan_.isa, 15); }  // AVX2: the last vector's lanes
-  // AVX-512: "met" (forward) or "routed" (backward) per vector in k1..k4, a compare in k5, the last
-  // vector's lanes in k7.
+  // Backward, the carried columns' dx (plan.carried_columns) per row of taps and vector, from 16.
+  Xmm carry(const Tap& t, int c, int v) const {
+    const int row = t.a * int(key_.kernel[1]) + t.b;
+    return vector(plan_.isa, kFixedRegisters + (row * plan_.carried_columns + c) * kBlockVectors + v);
+  }
+  // AVX-512: forward's "met" per vector in k1..k4, a compare in k5, the last vector's lanes in k7.
   Opmask lane_flags(int v) const { return Opmask(1 + v); }
   const Opmask k_compare = k5, k_lanes = k7;
 
@@ -85,9 +96,9 @@ class Generator : public CodeGenerator {
     emit_enter(*this, kLocalBytes * kLocals);
     if (!plan_.max) {
       vbroadcastss(divisor(), ptr[reg_problem + offsetof(convjit_pool_problem, divisor)]);
-    } else if (!plan_.backward) {
+    } else {
       mov(reg_constants, reinterpret_cast<size_t>(kMinusInfinityThenNan));
-      vbroadcastss(minus_infinity(), ptr[reg_constants]);
+      if (!plan_.backward) vbroadcastss(minus_infinity(), ptr[reg_constants]);
       vbroadcastss(nan(), ptr[reg_constants + 4]);
     }
     auto bytes_of = [&](Reg64 to, size_t field, int64_t times) {
@@ -171,10 +182,11 @@ class Generator : public CodeGenerator {
       mov(reg_dx, local(kDxBlock));
     }
     mov(reg_outputs_left, local(kOutputs));
+    if (plan_.carried_columns > 0) emit_load_carries(vectors, masked_last);
     L(output);
     if (plan_.backward) {
       emit_gradients(vectors, masked_last);
-      emit_taps([&](int v) { emit_backward_tap(v, masked_last && v == vectors - 1); }, vectors);
+      emit_taps([&](const Tap& t, int v) { emit_backward_tap(t, v, masked_last && v == vectors - 1); }, vectors);
       add(reg_dx, local(kXStep));
       add(reg_dy, local(kYStep));
     } else if (plan_.max) {
@@ -182,16 +194,16 @@ class Generator : public CodeGenerator {
       // lanes load zeros) and acc is the result; else the output is formed again tracking numbers.
       Label formed;
       emit_start(vectors, false);
-      emit_taps([&](int v) { emit_forward_tap(v, masked_last && v == vectors - 1, false); }, vectors);
+      emit_taps([&](const Tap&, int v) { emit_forward_tap(v, masked_last && v == vectors - 1, false); }, vectors);
       emit_jump_unless_minus_infinity(vectors, formed);
       emit_start(vectors, true);
-      emit_taps([&](int v) { emit_forward_tap(v, masked_last && v == vectors - 1, true); }, vectors);
+      emit_taps([&](const Tap&, int v) { emit_forward_tap(v, masked_last && v == vectors - 1, true); }, vectors);
       emit_numbers_or_nan(vectors);
       L(formed);
       emit_store_results(vectors, masked_last);
     } else {
       emit_start(vectors, false);
-      emit_taps([&](int v) { emit_forward_tap(v, masked_last && v == vectors - 1, false); }, vectors);
+      emit_taps([&](const Tap&, int v) { emit_forward_tap(v, masked_last && v == vectors - 1, false); }, vectors);
       for (int v = 0; v < vectors; ++v) vdivps(acc(v), acc(v), divisor());
       emit_store_results(vectors, masked_last);
     }
@@ -201,23 +213,33 @@ class Generator : public CodeGenerator {
     jnz(output, T_NEAR);
   }
 
-  // The window's taps in row-major order, each offset one step on from the last; tap(v) for every
-  // vector of the block at each.
-  template <typename Tap>
-  void emit_taps(Tap&& tap, int vectors) {
+  // The window's taps in row-major order, each offset one step on from the last; emit(tap, v) for
+  // every vector of the block at each.
+  template <typename Emit>
+  void emit_taps(Emit&& emit, int vectors) {
     xor_(reg_plane, reg_plane);
-    for (int64_t a = 0; a < key_.kernel[0]; ++a) {
+    for (int a = 0; a < int(key_.kernel[0]); ++a) {
       if (a > 0) add(reg_plane, local(kPlaneStep));
       mov(reg_tap_row, reg_plane);
-      for (int64_t b = 0; b < key_.kernel[1]; ++b) {
+      for (int b = 0; b < int(key_.kernel[1]); ++b) {
         if (b > 0) add(reg_tap_row, reg_row_step);
         mov(reg_tap, reg_tap_row);
-        for (int64_t c = 0; c < key_.kernel[2]; ++c) {
+        for (int c = 0; c < int(key_.kernel[2]); ++c) {
           if (c > 0) add(reg_tap, reg_col_step);
-          for (int v = 0; v < vectors; ++v) tap(v);
+          for (int v = 0; v < vectors; ++v) emit(Tap{a, b, c}, v);
         }
       }
     }
+  }
+
+  // The first output's dx at the carried columns of its window, before the outputs' loop.
+  void emit_load_carries(int vectors, bool masked_last) {
+    emit_taps(
+        [&](const Tap& t, int v) {
+          if (t.c < plan_.carried_columns)
+            emit_load(carry(t, t.c, v), ptr[reg_dx + reg_tap + vector_bytes_ * v], masked_last && v == vectors - 1);
+        },
+        vectors);
   }
 
   // Vector v of the block at `at`, the last vector's lanes only when masked (the rest zero).
@@ -297,56 +319,70 @@ class Generator : public CodeGenerator {
 
   void emit_gradients(int vectors, bool masked_last) {
     const Xmm zero = temporary(2);
-    if (plan_.overwrites) vxorps(zero, zero, zero);
+    if (plan_.writes_first_reached) vxorps(zero, zero, zero);
     for (int v = 0; v < vectors; ++v) {
       const bool masked = masked_last && v == vectors - 1;
       emit_load(gradient(v), ptr[reg_dy + vector_bytes_ * v], masked);
       if (!plan_.max) vdivps(gradient(v), gradient(v), divisor());   // each tap's share
-      if (plan_.overwrites) vaddps(gradient(v), zero, gradient(v));  // what adding it to a zeroed dx gives
+      // What adding it to a zeroed dx gives; the same bits added to any dx (never -0) as g.
+      if (plan_.writes_first_reached) vaddps(gradient(v), zero, gradient(v));
       if (!plan_.max) continue;
       emit_load(y_value(v), ptr[reg_y + vector_bytes_ * v], masked);
-      if (plan_.isa.opmask)
-        kxorw(lane_flags(v), lane_flags(v), lane_flags(v));
-      else
-        vxorps(routed(v), routed(v), routed(v));
     }
   }
 
-  void emit_backward_tap(int v, bool masked) {
+  // Vector v at tap t. A carried column's dx is in a register (this output's tap c is the last
+  // output's tap c + stride), and a tap whose column the next output carries leaves its result
+  // there too; a first-reached tap's dx is written without being read.
+  void emit_backward_tap(const Tap& t, int v, bool masked) {
     const Address dx_at = ptr[reg_dx + reg_tap + vector_bytes_ * v];
-    const Xmm equal = temporary(0), dx = temporary(1), sum = temporary(2);
+    const bool carried = t.c < plan_.carried_columns;
+    const bool first_reached = plan_.writes_first_reached && t.a >= plan_.first_reached[0] &&
+                               t.b >= plan_.first_reached[1] && t.c >= plan_.first_reached[2];
+    const Xmm dx = carried ? carry(t, t.c, v) : temporary(1);
+    if (!first_reached && !carried) emit_load(dx, dx_at, masked);
     if (!plan_.max) {
-      if (plan_.overwrites) {
-        emit_store(dx_at, gradient(v), masked);
-        return;
-      }
-      emit_load(dx, dx_at, masked);
-      vaddps(dx, dx, gradient(v));
-      emit_store(dx_at, dx, masked);
-      return;
+      if (first_reached)
+        vmovaps(dx, gradient(v));
+      else
+        vaddps(dx, dx, gradient(v));
+    } else {
+      emit_max_gradient(dx, v, masked, first_reached);
     }
-    if (!plan_.overwrites) emit_load(dx, dx_at, masked);
-    emit_load(equal, ptr[reg_x + reg_tap + vector_bytes_ * v], masked);
+    emit_store(dx_at, dx, masked);
+    const int next_column = t.c - int(key_.stride[2]);
+    if (plan_.carried_columns > 0 && next_column >= 0) vmovaps(carry(t, next_column, v), dx);
+  }
+
+  // dx = here ? dx + g : dx (first reached: here ? g : +0), here the lanes whose first tap equal to
+  // y this is.
+  void emit_max_gradient(Xmm dx, int v, bool masked, bool first_reached) {
+    const Xmm equal = temporary(0), sum = temporary(2);
+    const Address x_at = ptr[reg_x + reg_tap + vector_bytes_ * v];
     if (plan_.isa.opmask) {
-      vcmpps(k_compare, equal, y_value(v), 0);  // equal, ordered: NaN equals nothing
-      kandnw(k_compare, lane_flags(v), k_compare);
-      korw(lane_flags(v), lane_flags(v), k_compare);
-      if (plan_.overwrites)
+      // Equal, ordered: NaN equals nothing. A masked vector's x is loaded under its lanes.
+      if (masked) {
+        emit_load(equal, x_at, true);
+        vcmpps(k_compare, equal, y_value(v), 0);
+      } else {
+        vcmpps(k_compare, y_value(v), x_at, 0);
+      }
+      vmovaps(y_value(v) | k_compare, nan());  // routed
+      if (first_reached)
         vmovaps(dx | k_compare | T_z, gradient(v));
       else
         vaddps(dx | k_compare, dx, gradient(v));
     } else {
+      emit_load(equal, x_at, masked);
       vcmpps(equal, equal, y_value(v), 0);
-      vandnps(equal, routed(v), equal);
-      vorps(routed(v), routed(v), equal);
-      if (plan_.overwrites) {
+      vblendvps(y_value(v), y_value(v), nan(), equal);  // routed
+      if (first_reached) {
         vandps(dx, equal, gradient(v));  // here ? g : +0
       } else {
         vaddps(sum, dx, gradient(v));
         vblendvps(dx, dx, sum, equal);
       }
     }
-    emit_store(dx_at, dx, masked);
   }
 
   const SpecKey key_;
@@ -363,7 +399,8 @@ PoolPlan plan_pool_nhwc(const SpecKey& key) {
   plan.isa = traits_of(key.isa);
   plan.max = key.op == CONVJIT_OP_MAXPOOL_FORWARD || key.op == CONVJIT_OP_MAXPOOL_BACKWARD;
   plan.backward = key.op == CONVJIT_OP_MAXPOOL_BACKWARD || key.op == CONVJIT_OP_MEANPOOL_BACKWARD;
-  plan.overwrites = plan.backward && convjit_pool_windows_tile(key.kernel, key.stride, key.dilation);
+  plan.writes_first_reached = plan.backward && convjit_pool_windows_cover(key.kernel, key.stride, key.dilation);
+  for (int d = 0; d < 3; ++d) plan.first_reached[d] = int(key.kernel[d] - key.stride[d]);
   if (!plan.max && key.op != CONVJIT_OP_MEANPOOL_FORWARD && key.op != CONVJIT_OP_MEANPOOL_BACKWARD) {
     plan.unsupported = "not max or mean pooling";
   } else if (key.layout != CONVJIT_NHWC) {
@@ -378,7 +415,15 @@ PoolPlan plan_pool_nhwc(const SpecKey& key) {
     return plan;
   }
   plan.block_vectors = kBlockVectors;
-  plan.vector_registers_used = 16;  // lane_mask() is the last
+  // Overlapping windows along W (dilation 1): the next output's first kernel[2] - stride[2] columns
+  // are this one's last, kept in registers where every row's fit.
+  if (plan.backward && key.dilation[2] == 1 && key.stride[2] < key.kernel[2]) {
+    const int64_t columns = key.kernel[2] - key.stride[2];
+    const int64_t registers = key.kernel[0] * key.kernel[1] * columns * kBlockVectors;
+    if (registers <= plan.isa.vector_registers - kFixedRegisters) plan.carried_columns = int(columns);
+  }
+  plan.vector_registers_used = kFixedRegisters + int(key.kernel[0] * key.kernel[1]) * plan.carried_columns *
+                                                     kBlockVectors;  // lane_mask() is the last fixed one
   // Per tap, the five emitted blocks (full, and tails of 1..4 vectors) handle 14 vectors, each in
   // at most 4 (forward: 2 untracked, then 4 tracking numbers for a max) or 8 (backward)
   // instructions of 12 bytes, and step one offset per pass.

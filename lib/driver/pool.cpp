@@ -350,11 +350,11 @@ struct BackwardBody {
   OutputBox interior = compiled != nullptr && nhwc != nullptr ? interior_outputs(g) : OutputBox{};
 
   // The tier-0 kernel runs the compiled rows between its own outputs, in output order; where the
-  // windows tile x, the rows write the inputs of their windows without reading them.
+  // windows cover x, the rows write the inputs their outputs reach first without reading them.
   bool whole_task(int64_t n, int64_t c0, int64_t c1) {
     if (!nhwc) return false;
     const CompiledPoolRows rows{compiled, &problem, interior,
-                                convjit_pool_windows_tile(g.window, g.stride, g.dilation) != 0};
+                                convjit_pool_windows_cover(g.window, g.stride, g.dilation) != 0};
     nhwc(g, op, x, y, dy, dx, n, c0, c1, is_empty(interior) ? nullptr : &rows);
     return true;
   }

@@ -22,7 +22,7 @@ struct CompiledPoolRows {
   convjit_pool_row_fn run;
   const convjit_pool_problem* problem;
   OutputBox box;
-  bool overwrite;  // the windows tile x: the rows write their windows' dx without reading it
+  bool writes_first_reached;  // the windows cover x: the rows write their first-reached dx unread (pool_row_abi.h)
 };
 
 namespace avx2 {

@@ -186,16 +186,20 @@ inline void run_compiled_row(const PoolGeometry& g, const CompiledPoolRows& rows
 
 // A backward task's dx block (channels [c0, c1) of one image) set to zero lazily, a D x H row of
 // inputs at a time in flattened order, just before the first output row that reaches it: the
-// rows are still in cache when the gradients are added. The inputs of `keep`'s rows (windows
-// that overwriting compiled rows write) are left alone.
+// rows are still in cache when the gradients are added. The inputs that `keep`'s rows reach first
+// (and write without reading) are left alone.
 class LazyZeroing {
  public:
   LazyZeroing(const PoolGeometry& g, float* image, int64_t c0, int64_t c1, const CompiledPoolRows* keep)
       : g_(g), image_(image), c0_(c0), c1_(c1) {
-    if (!keep || !keep->overwrite) return;
-    for (int d = 0; d < 3; ++d) {  // the windows of the box tile [lo * stride - pad, hi * stride - pad)
-      keep_lo_[d] = keep->box.lo[d] * g.stride[d] - g.pad_begin[d];
-      keep_hi_[d] = keep->box.hi[d] * g.stride[d] - g.pad_begin[d];
+    if (!keep || !keep->writes_first_reached) return;
+    // Output o's window ends at o * stride - pad + window and reaches its last `stride` inputs
+    // first (dilation 1, stride <= window): the box's outputs those of
+    // [lo * stride - pad + window - stride, (hi - 1) * stride - pad + window).
+    for (int d = 0; d < 3; ++d) {
+      const int64_t window_end = g.window[d] - g.pad_begin[d];
+      keep_lo_[d] = keep->box.lo[d] * g.stride[d] + window_end - g.stride[d];
+      keep_hi_[d] = (keep->box.hi[d] - 1) * g.stride[d] + window_end;
     }
   }
 

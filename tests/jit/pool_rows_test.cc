@@ -43,18 +43,19 @@ std::vector<float> awkward(Rng& rng, int64_t n, bool nan_heavy) {
 
 using PoolRows = XbyakIsaTest;
 
+enum class Windows { Any, Tile, Cover };
+
 // Problem i of a sweep: channel counts around the vector and block sizes, room for interior
-// outputs; tiling: stride = window, dilation 1.
-PoolDims row_problem(Rng& rng, int i, bool tiling) {
+// outputs; Tile: stride = window, dilation 1; Cover: stride 1 to window, dilation 1.
+PoolDims row_problem(Rng& rng, int i, Windows windows) {
   PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NHWC);
   d.channels = std::vector<int64_t>{1, 7, 8, 16, 17, 33, 64, 65, 70, 129}[size_t(i % 10)];
   d.exclude_padding = i % 5 == 0;
   for (int k = 0; k < d.rank; ++k) {
     d.in_size[size_t(k)] += 6;
-    if (tiling) {
-      d.stride[size_t(k)] = d.window[size_t(k)];
-      d.dilation[size_t(k)] = 1;
-    }
+    if (windows == Windows::Tile) d.stride[size_t(k)] = d.window[size_t(k)];
+    if (windows == Windows::Cover) d.stride[size_t(k)] = rng.uniform_int(1, d.window[size_t(k)]);
+    if (windows != Windows::Any) d.dilation[size_t(k)] = 1;
   }
   return d;
 }
@@ -79,7 +80,7 @@ TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
   Rng rng(0x9002 + uint64_t(isa));
   int compiled_rows = 0;
   for (int i = 0; i < 120; ++i) {
-    const PoolDims d = row_problem(rng, i, false);
+    const PoolDims d = row_problem(rng, i, Windows::Any);
     detail::PoolGeometry g;
     ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
     const std::vector<float> x = awkward(rng, ref::pool_input_elements(d), i % 3 == 2);
@@ -105,14 +106,16 @@ TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
 
 // Backward: x, tier 0's y of it and an awkward dy; overlapping windows (stride below the window)
 // add several outputs' gradients into one dx element, in output order on every path; every third
-// problem's windows tile x (stride = window, dilation 1), whose rows write dx without reading it
-// (over a NaN-filled buffer: an element they skip shows).
+// problem's windows tile x (stride = window, dilation 1) and every third cover it (stride 1 to
+// window), whose rows write the dx elements their outputs reach first without reading them (over
+// a NaN-filled buffer: an element they or tier 0 skip shows).
 TEST_P(PoolRows, BackwardGivesTierZerosBitsAndWritesOnlyDx) {
   const jit::Isa isa = GetParam();
   Rng rng(0x9003 + uint64_t(isa));
   int compiled_rows = 0;
   for (int i = 0; i < 120; ++i) {
-    const PoolDims d = row_problem(rng, i, i % 3 == 0);
+    const PoolDims d =
+        row_problem(rng, i, std::vector<Windows>{Windows::Tile, Windows::Cover, Windows::Any}[size_t(i % 3)]);
     detail::PoolGeometry g;
     ASSERT_TRUE(detail::make_pool_geometry(d.to_c(), &g).ok()) << describe(d);
     // NaN-heavy every other problem, tiling ones too (a window with no tap routed writes all +0).
