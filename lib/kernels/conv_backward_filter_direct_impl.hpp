@@ -1,13 +1,16 @@
 // The NCHW direct backward filter (conv_backward_filter_direct.hpp) over an 8-lane vector type F:
 // Avx2Floats, or Avx512YmmFloats (opmask loads, one permute for stride 2's even lanes, 32
-// registers). The contract fixes 8 lanes whatever the ISA: each lane's chain takes the pixels
-// ow = lane mod 8 in order, then a fixed horizontal sum, so both ISAs give the same bits. Include
-// only from files compiled for F's ISA; internal linkage (lib/README.md, "One kernel, several ISAs").
+// registers), and for blocks of several output channels P, F itself or Avx512ChannelPairs (two
+// channels' 8-lane accumulators in one 512-bit vector). The contract fixes 8 lanes whatever the
+// ISA: each lane's chain takes the pixels ow = lane mod 8 in order, then a fixed horizontal sum, so
+// both ISAs give the same bits. Include only from files compiled for F's ISA; internal linkage
+// (lib/README.md, "One kernel, several ISAs").
 #pragma once
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "conv_backward_filter_direct.hpp"
 #include "lane_columns.hpp"
@@ -29,19 +32,55 @@ float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
 }
 
-// One output row's share of the Ocb x Rows x KW accumulators: every column vector of the Ocb
-// output channels' dy rows (y.channel apart) against the input rows of the taps (null: a row in
-// the padding, zero products, skipped; only when MayBePadded).
+// Output channels a vector of F holds (one 8-lane accumulator each).
+template <typename F>
+constexpr int kChannelsPerVector = [] {
+  if constexpr (requires { F::kChannels; }) return F::kChannels;
+  return 1;
+}();
+
+// Vectors of F for ocb output channels.
+template <typename F>
+constexpr int channel_vectors(int ocb) {
+  return (ocb + kChannelsPerVector<F> - 1) / kChannelsPerVector<F>;
+}
+
+// Vector v of a block of Ocb channels' dy at p (channel 0's pixels; channels dy_channel apart): a
+// vector's second channel past the block repeats its first, computed and not stored.
+template <typename F, int Ocb, typename... Lanes>
+inline __attribute__((always_inline)) typename F::Vec load_dy(const float* p, int64_t dy_channel, int v,
+                                                               Lanes... lanes) {
+  if constexpr (kChannelsPerVector<F> == 1) {
+    return F::load(p + v * dy_channel, lanes...);
+  } else {
+    const int first = 2 * v, second = first + 1 < Ocb ? first + 1 : first;
+    return F::load_channels(p + first * dy_channel, (second - first) * dy_channel, lanes...);
+  }
+}
+
+// Output channel o's sum of its block's accumulator.
+template <typename F>
+float channel_sum(typename F::Vec v, int o) {
+  if constexpr (kChannelsPerVector<F> == 1) {
+    return horizontal_sum(v);
+  } else {
+    return horizontal_sum(F::channel(v, o % kChannelsPerVector<F>));
+  }
+}
+
+// One output row's share of the accumulators (Ocb output channels' vectors x Rows x KW): every
+// column vector of the output channels' dy rows (y.channel apart) against the input rows of the
+// taps (null: a row in the padding, zero products, skipped; only when MayBePadded).
 template <typename F, int Ocb, int Rows, int KW, int Stride, bool MayBePadded>
-inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
-                                                          const ColumnPlan<F, KW, Stride>& columns, int64_t step_w,
-                                                          const float* const (&rows)[Rows], const float* dy_row,
-                                                          typename F::Vec (&acc)[Ocb][Rows][KW]) {
+inline __attribute__((always_inline)) void accumulate_row(
+    const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, int64_t step_w, const float* const (&rows)[Rows],
+    const float* dy_row, typename F::Vec (&acc)[channel_vectors<F>(Ocb)][Rows][KW]) {
+  constexpr int V = channel_vectors<F>(Ocb);
   const int64_t dy_channel = g.y.channel;
   for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
-    typename F::Vec grad[Ocb];
+    typename F::Vec grad[V];
 #pragma GCC unroll 4
-    for (int o = 0; o < Ocb; ++o) grad[o] = F::load(dy_row + o * dy_channel + ow);
+    for (int o = 0; o < V; ++o) grad[o] = load_dy<F, Ocb>(dy_row + ow, dy_channel, o);
     const int64_t first_w = first_input_column(g, ow);
 #pragma GCC unroll 4
     for (int r = 0; r < Rows; ++r) {
@@ -50,15 +89,15 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
       for (int kw = 0; kw < KW; ++kw) {
         const typename F::Vec in = load_real_inputs<F, Stride>(rows[r], first_w + kw * step_w);
 #pragma GCC unroll 4
-        for (int o = 0; o < Ocb; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
+        for (int o = 0; o < V; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
       }
     }
   }
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto& edge = columns.edges[e];
-    typename F::Vec grad[Ocb];
+    typename F::Vec grad[V];
 #pragma GCC unroll 4
-    for (int o = 0; o < Ocb; ++o) grad[o] = F::load(dy_row + o * dy_channel + edge.ow, edge.lanes);
+    for (int o = 0; o < V; ++o) grad[o] = load_dy<F, Ocb>(dy_row + edge.ow, dy_channel, o, edge.lanes);
     const int64_t first_w = first_input_column(g, edge.ow);
 #pragma GCC unroll 4
     for (int r = 0; r < Rows; ++r) {
@@ -67,7 +106,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
       for (int kw = 0; kw < KW; ++kw) {
         const typename F::Vec in = load_edge_inputs<F, KW, Stride>(edge, rows[r] + first_w + kw * step_w, kw);
 #pragma GCC unroll 4
-        for (int o = 0; o < Ocb; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
+        for (int o = 0; o < V; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
       }
     }
   }
@@ -94,9 +133,10 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
       }
       // Every loop over the accumulators is unrolled: one left indexed kept them in memory,
       // reloaded around every row (bench/RESULTS.md, "Session 22").
-      typename F::Vec acc[Ocb][Rows][KW];
+      constexpr int V = channel_vectors<F>(Ocb);
+      typename F::Vec acc[V][Rows][KW];
 #pragma GCC unroll 4
-      for (int o = 0; o < Ocb; ++o) {
+      for (int o = 0; o < V; ++o) {
 #pragma GCC unroll 4
         for (int r = 0; r < Rows; ++r) {
 #pragma GCC unroll 8
@@ -135,7 +175,8 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
         for (int r = 0; r < Rows; ++r) {
 #pragma GCC unroll 8
           for (int kw = 0; kw < KW; ++kw) {
-            out[o * g.reduction + (kd * g.kernel[1] + kh0 + r) * KW + kw] = horizontal_sum(acc[o][r][kw]);
+            out[o * g.reduction + (kd * g.kernel[1] + kh0 + r) * KW + kw] =
+                channel_sum<F>(acc[o / kChannelsPerVector<F>][r][kw], o);
           }
         }
       }
@@ -144,46 +185,70 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
 }
 
 // Whether a block of ocb output channels over `rows` kernel rows keeps everything its row loop holds
-// in registers: the accumulators, a dy vector per channel and the input (at stride 2 its two loads
-// and the permute's indices).
+// in registers: the accumulators, a dy vector per channel vector and the input (at stride 2 its
+// two loads and the permute's indices).
 template <typename F>
 constexpr bool rows_fit_registers(int ocb, int rows, int kw, int stride) {
-  return ocb * rows * kw + ocb + (stride == 1 ? 1 : 3) <= F::kRegisters;
+  const int vectors = channel_vectors<F>(ocb);
+  return vectors * rows * kw + vectors + (stride == 1 ? 1 : 3) <= F::kRegisters;
 }
+
+// The columns of a call planned for both vector types: blocks of one output channel run on F,
+// larger ones on P.
+template <typename F, typename P, int KW, int Stride>
+struct BlockColumns {
+  ColumnPlan<F, KW, Stride> one;
+  ColumnPlan<P, KW, Stride> several;
+};
 
 // A block of Ocb output channels over the kernel's whole height at once (each dy vector loaded
 // once for all the taps) where it fits the registers, else one kernel row at a time: Rows is the
 // height or 1, so a block never covers rows past the kernel.
-template <typename F, int Ocb, int KW, int Stride>
-void block_of_channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
-                       int64_t group, int64_t oc0, int64_t ic, float* dw) {
-  if constexpr (rows_fit_registers<F>(Ocb, 3, KW, Stride)) {
-    if (g.kernel[1] == 3) return channel_block<F, Ocb, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+template <typename F, typename P, int Ocb, int KW, int Stride>
+void block_of_channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x,
+                       const float* dy, int64_t group, int64_t oc0, int64_t ic, float* dw) {
+  using B = std::conditional_t<Ocb == 1, F, P>;
+  const ColumnPlan<B, KW, Stride>* plan;
+  if constexpr (Ocb == 1) {
+    plan = &columns.one;
+  } else {
+    plan = &columns.several;
   }
-  if constexpr (rows_fit_registers<F>(Ocb, 2, KW, Stride)) {
-    if (g.kernel[1] == 2) return channel_block<F, Ocb, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+  if constexpr (rows_fit_registers<B>(Ocb, 3, KW, Stride)) {
+    if (g.kernel[1] == 3) return channel_block<B, Ocb, 3, KW, Stride>(g, *plan, x, dy, group, oc0, ic, dw);
   }
-  channel_block<F, Ocb, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+  if constexpr (rows_fit_registers<B>(Ocb, 2, KW, Stride)) {
+    if (g.kernel[1] == 2) return channel_block<B, Ocb, 2, KW, Stride>(g, *plan, x, dy, group, oc0, ic, dw);
+  }
+  channel_block<B, Ocb, 1, KW, Stride>(g, *plan, x, dy, group, oc0, ic, dw);
+}
+
+// The most output channels (up to 4) a one-row block of P holds in its accumulators.
+template <typename P, int KW>
+constexpr int max_block_channels() {
+  int ocb = 4;
+  while (ocb > 1 && channel_vectors<P>(ocb) * KW > kAccumulators<P>) --ocb;
+  return ocb;
 }
 
 // Output channels [oc0, oc0 + count) of one input channel, in blocks of up to 4 that share each
 // input load (12 FMAs per 4 dy and 3 x loads for a row of a 3x3, against 9 per 10 one channel at a
 // time over its three rows).
-template <typename F, int KW, int Stride>
-void channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
+template <typename F, typename P, int KW, int Stride>
+void channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x, const float* dy,
               int64_t group, int64_t oc0, int64_t count, int64_t ic, float* dw) {
-  constexpr int kMaxOcb = std::min(4, kAccumulators<F> / KW);
+  constexpr int kMaxOcb = max_block_channels<P, KW>();
   for (; count > 0; oc0 += kMaxOcb, count -= kMaxOcb) {
     switch (std::min<int64_t>(count, kMaxOcb)) {
-      case 1: block_of_channels<F, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw); break;
+      case 1: block_of_channels<F, P, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw); break;
       case 2:
-        if constexpr (kMaxOcb >= 2) block_of_channels<F, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        if constexpr (kMaxOcb >= 2) block_of_channels<F, P, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
         break;
       case 3:
-        if constexpr (kMaxOcb >= 3) block_of_channels<F, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        if constexpr (kMaxOcb >= 3) block_of_channels<F, P, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
         break;
       default:
-        if constexpr (kMaxOcb >= 4) block_of_channels<F, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        if constexpr (kMaxOcb >= 4) block_of_channels<F, P, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
         break;
     }
   }
@@ -193,9 +258,9 @@ void channels(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, c
 // loads; with few channels (the seed network: 3 x 3 tasks at most), smaller blocks only where a
 // thread would otherwise have no task, since each block reads the inputs again. Any blocking gives the same
 // bits. The columns are planned once per call.
-template <typename F, int KW, int Stride>
+template <typename F, typename P, int KW, int Stride>
 void direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
-  const ColumnPlan<F, KW, Stride> columns = plan_columns<F, KW, Stride>(g);
+  const BlockColumns<F, P, KW, Stride> columns{plan_columns<F, KW, Stride>(g), plan_columns<P, KW, Stride>(g)};
   int64_t block_size = 4;
   while (block_size > 1 && g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < threads) {
     block_size /= 2;
@@ -204,21 +269,21 @@ void direct(const ConvGeometry& g, int threads, const float* x, const float* dy,
   parallel_for(threads, g.groups * per_group, g.flops(), [&](int64_t task) {
     const int64_t group = task / per_group, block = task % per_group / g.ic_per_group, ic = task % g.ic_per_group;
     const int64_t oc0 = block * block_size, count = std::min<int64_t>(block_size, g.oc_per_group - oc0);
-    channels<F, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, dw);
+    channels<F, P, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, dw);
     F::leave();
   });
 }
 
-template <typename F, int Stride>
+template <typename F, typename P, int Stride>
 void direct_any_width(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
   switch (g.kernel[2]) {
-    case 1: return direct<F, 1, Stride>(g, threads, x, dy, dw);
-    case 2: return direct<F, 2, Stride>(g, threads, x, dy, dw);
-    case 3: return direct<F, 3, Stride>(g, threads, x, dy, dw);
-    case 4: return direct<F, 4, Stride>(g, threads, x, dy, dw);
-    case 5: return direct<F, 5, Stride>(g, threads, x, dy, dw);
-    case 6: return direct<F, 6, Stride>(g, threads, x, dy, dw);
-    default: return direct<F, 7, Stride>(g, threads, x, dy, dw);
+    case 1: return direct<F, P, 1, Stride>(g, threads, x, dy, dw);
+    case 2: return direct<F, P, 2, Stride>(g, threads, x, dy, dw);
+    case 3: return direct<F, P, 3, Stride>(g, threads, x, dy, dw);
+    case 4: return direct<F, P, 4, Stride>(g, threads, x, dy, dw);
+    case 5: return direct<F, P, 5, Stride>(g, threads, x, dy, dw);
+    case 6: return direct<F, P, 6, Stride>(g, threads, x, dy, dw);
+    default: return direct<F, P, 7, Stride>(g, threads, x, dy, dw);
   }
 }
 
@@ -229,11 +294,11 @@ inline bool backward_filter_direct_fits(const ConvGeometry& g) {
          edge_vectors(g, 8) <= kMaxEdgeVectors;
 }
 
-template <typename F>
+template <typename F, typename P>
 void run_backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
-  static_assert(F::kLanes == 8, "the contract's chains are by ow mod 8");
-  if (g.stride[2] == 1) return direct_any_width<F, 1>(g, threads, x, dy, dw);
-  direct_any_width<F, 2>(g, threads, x, dy, dw);
+  static_assert(F::kLanes == 8 && P::kLanes == 8, "the contract's chains are by ow mod 8");
+  if (g.stride[2] == 1) return direct_any_width<F, P, 1>(g, threads, x, dy, dw);
+  direct_any_width<F, P, 2>(g, threads, x, dy, dw);
 }
 
 }  // namespace

@@ -145,4 +145,50 @@ struct Avx512YmmFloats {
   }
 };
 
+// AVX-512 on two channels' 8-lane chains at once: a 512-bit vector holds two accumulators of
+// Avx512YmmFloats' kernels in its halves (kChannels), one output channel's in each, so each half's
+// operations, and bits, are the 8-lane kernel's while one instruction does both. Inputs (load,
+// load_even) fill both halves with the same pixels; load_channels puts one channel's pixels in each
+// half; masks are the 8 pixel lanes'.
+struct Avx512ChannelPairs {
+  using Vec = __m512;
+  using Mask = __mmask8;
+  static constexpr int kLanes = 8;
+  static constexpr int kRegisters = 32;
+  static constexpr int kChannels = 2;
+
+  static Vec zero() { return _mm512_setzero_ps(); }
+  static Vec load(const float* p) { return both_halves(_mm256_loadu_ps(p)); }
+  static Vec load(const float* p, Mask lanes) { return both_halves(_mm256_maskz_loadu_ps(lanes, p)); }
+  static Vec load_even(const float* p) { return even_of(_mm512_loadu_ps(p)); }
+  static Vec load_even(const float* p, Mask first, Mask second) {
+    return even_of(_mm512_maskz_loadu_ps(__mmask16(first | unsigned(second) << 8), p));
+  }
+  // Channel 0's pixels at p, channel 1's `channel_step` floats on.
+  static Vec load_channels(const float* p, int64_t channel_step) {
+    return halves(_mm256_loadu_ps(p), _mm256_loadu_ps(p + channel_step));
+  }
+  static Vec load_channels(const float* p, int64_t channel_step, Mask lanes) {
+    return halves(_mm256_maskz_loadu_ps(lanes, p), _mm256_maskz_loadu_ps(lanes, p + channel_step));
+  }
+  static __m256 channel(Vec v, int k) {
+    return k == 0 ? _mm512_maskz_extractf32x8_ps(__mmask8(0xFF), v, 0) : _mm512_maskz_extractf32x8_ps(__mmask8(0xFF), v, 1);
+  }
+  static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }  // a * b + c, one rounding
+  static Mask no_lanes() { return Mask(0); }
+  static Mask lanes_between(int64_t first, int64_t end) { return Avx512YmmFloats::lanes_between(first, end); }
+  static void leave() { _mm256_zeroupper(); }
+
+ private:
+  // (Zero-masked forms with every lane, as Avx512Floats::transpose's.)
+  static Vec both_halves(__m256 v) { return _mm512_maskz_broadcast_f32x8(__mmask16(0xFFFF), v); }
+  static Vec halves(__m256 low, __m256 high) {
+    return _mm512_maskz_insertf32x8(__mmask16(0xFFFF), both_halves(low), high, 1);
+  }
+  static Vec even_of(__m512 v) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+    return _mm512_maskz_permutexvar_ps(__mmask16(0xFFFF), even, v);
+  }
+};
+
 }  // namespace convjit::detail
