@@ -15,7 +15,7 @@ using namespace Xbyak;
 
 constexpr int kBlockVectors = 4;      // a pixel's channels in blocks of 4 vectors, as tier 0's kernels
 constexpr int64_t kMaxPoolTaps = 64;  // windows unrolled; larger ones stay on tier 0
-constexpr int kFixedRegisters = 16;   // the vectors every plan uses; backward's carries follow
+constexpr int kFixedRegisters = 16;   // the vectors of AVX2's layout, kept on AVX-512; backward's carries follow
 alignas(4) const float kMinusInfinityThenNan[2] = {-INFINITY, NAN};
 
 // A tap of the window: plane a, row b, column c.
@@ -400,7 +400,9 @@ PoolPlan plan_pool_nhwc(const SpecKey& key) {
   plan.max = key.op == CONVJIT_OP_MAXPOOL_FORWARD || key.op == CONVJIT_OP_MAXPOOL_BACKWARD;
   plan.backward = key.op == CONVJIT_OP_MAXPOOL_BACKWARD || key.op == CONVJIT_OP_MEANPOOL_BACKWARD;
   plan.writes_first_reached = plan.backward && convjit_pool_windows_cover(key.kernel, key.stride, key.dilation);
-  for (int d = 0; d < 3; ++d) plan.first_reached[d] = int(key.kernel[d] - key.stride[d]);
+  if (plan.writes_first_reached) {
+    for (int d = 0; d < 3; ++d) plan.first_reached[d] = int(key.kernel[d] - key.stride[d]);
+  }
   if (!plan.max && key.op != CONVJIT_OP_MEANPOOL_FORWARD && key.op != CONVJIT_OP_MEANPOOL_BACKWARD) {
     plan.unsupported = "not max or mean pooling";
   } else if (key.layout != CONVJIT_NHWC) {
@@ -425,9 +427,10 @@ PoolPlan plan_pool_nhwc(const SpecKey& key) {
   plan.vector_registers_used = kFixedRegisters + int(key.kernel[0] * key.kernel[1]) * plan.carried_columns *
                                                      kBlockVectors;  // lane_mask() is the last fixed one
   // Per tap, the five emitted blocks (full, and tails of 1..4 vectors) handle 14 vectors, each in
-  // at most 4 (forward: 2 untracked, then 4 tracking numbers for a max) or 8 (backward)
-  // instructions of 12 bytes, and step one offset per pass.
-  const size_t passes = plan.max && !plan.backward ? 2 : 1;
+  // at most 4 (forward: 2 untracked, then 4 tracking numbers for a max) or 8 (backward: 7 in the
+  // outputs' loop, 1 loading a carried column before it) instructions of 12 bytes, and step one
+  // offset per pass (backward with carries: the loads' pass, then the loop's).
+  const size_t passes = (plan.max && !plan.backward) || plan.carried_columns > 0 ? 2 : 1;
   const size_t instructions_per_vector = plan.backward ? 8 : plan.max ? 6 : 4;
   plan.code_bytes = kFrameCodeBytes + size_t(plan.taps) * (14 * instructions_per_vector * 12 + passes * 5 * 8);
   return plan;

@@ -23,7 +23,7 @@ struct PoolPlan {
   bool max = false;  // else mean
   bool backward = false;
   // Backward rows whose windows cover x (pool_row_abi.h): the taps from first_reached on along
-  // every dim (window - stride) write dx without reading it.
+  // every dim (window - stride; set only then) write dx without reading it.
   bool writes_first_reached = false;
   int first_reached[3] = {0, 0, 0};
   int block_vectors = 0;    // vectors of channels per block: full blocks, then a tail block of 1..this

@@ -193,12 +193,20 @@ constexpr bool rows_fit_registers(int ocb, int rows, int kw, int stride) {
   return vectors * rows * kw + vectors + (stride == 1 ? 1 : 3) <= F::kRegisters;
 }
 
-// The columns of a call planned for both vector types: blocks of one output channel run on F,
-// larger ones on P.
+// The columns of a call for each vector type: blocks of one output channel run on F, larger ones
+// on P (planned apart only where P is not F).
 template <typename F, typename P, int KW, int Stride>
 struct BlockColumns {
   ColumnPlan<F, KW, Stride> one;
   ColumnPlan<P, KW, Stride> several;
+  template <typename B>
+  const ColumnPlan<B, KW, Stride>& of() const {
+    if constexpr (std::is_same_v<B, F>) {
+      return one;
+    } else {
+      return several;
+    }
+  }
 };
 
 // A block of Ocb output channels over the kernel's whole height at once (each dy vector loaded
@@ -208,12 +216,7 @@ template <typename F, typename P, int Ocb, int KW, int Stride>
 void block_of_channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x,
                        const float* dy, int64_t group, int64_t oc0, int64_t ic, float* dw) {
   using B = std::conditional_t<Ocb == 1, F, P>;
-  const ColumnPlan<B, KW, Stride>* plan;
-  if constexpr (Ocb == 1) {
-    plan = &columns.one;
-  } else {
-    plan = &columns.several;
-  }
+  const ColumnPlan<B, KW, Stride>* plan = &columns.template of<B>();
   if constexpr (rows_fit_registers<B>(Ocb, 3, KW, Stride)) {
     if (g.kernel[1] == 3) return channel_block<B, Ocb, 3, KW, Stride>(g, *plan, x, dy, group, oc0, ic, dw);
   }
@@ -232,8 +235,8 @@ constexpr int max_block_channels() {
 }
 
 // Output channels [oc0, oc0 + count) of one input channel, in blocks of up to 4 that share each
-// input load (12 FMAs per 4 dy and 3 x loads for a row of a 3x3, against 9 per 10 one channel at a
-// time over its three rows).
+// input load (a row of a 3x3 on 8-lane vectors: 12 FMAs per 4 dy and 3 x loads, against 9 per 10
+// one channel at a time over its three rows; channel pairs halve the FMAs and the dy vectors).
 template <typename F, typename P, int KW, int Stride>
 void channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x, const float* dy,
               int64_t group, int64_t oc0, int64_t count, int64_t ic, float* dw) {
@@ -257,10 +260,11 @@ void channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& colum
 // Tasks: (group, block of output channels, input channel). Blocks of up to 4 share the input
 // loads; with few channels (the seed network: 3 x 3 tasks at most), smaller blocks only where a
 // thread would otherwise have no task, since each block reads the inputs again. Any blocking gives the same
-// bits. The columns are planned once per call.
+// bits. The columns are planned once per call (for each vector type).
 template <typename F, typename P, int KW, int Stride>
 void direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
-  const BlockColumns<F, P, KW, Stride> columns{plan_columns<F, KW, Stride>(g), plan_columns<P, KW, Stride>(g)};
+  BlockColumns<F, P, KW, Stride> columns{plan_columns<F, KW, Stride>(g), {}};
+  if constexpr (!std::is_same_v<F, P>) columns.several = plan_columns<P, KW, Stride>(g);
   int64_t block_size = 4;
   while (block_size > 1 && g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < threads) {
     block_size /= 2;

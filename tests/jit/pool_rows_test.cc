@@ -14,6 +14,7 @@
 #include "backend.hpp"
 #include "geometry.hpp"
 #include "ops_internal.hpp"
+#include "pool_rows_nhwc.hpp"
 #include "reference/reference.hpp"
 #include "support/compare.hpp"
 #include "support/guarded_output.hpp"
@@ -45,10 +46,11 @@ using PoolRows = XbyakIsaTest;
 
 enum class Windows { Any, Tile, Cover };
 
-// Problem i of a sweep: channel counts around the vector and block sizes, room for interior
-// outputs; Tile: stride = window, dilation 1; Cover: stride 1 to window, dilation 1.
+// Problem i of a sweep: ranks 1-3 (i / 3, apart from the backward sweep's window kinds, i % 3),
+// channel counts around the vector and block sizes, room for interior outputs; Tile: stride =
+// window, dilation 1; Cover: stride 1 to window, dilation 1.
 PoolDims row_problem(Rng& rng, int i, Windows windows) {
-  PoolDims d = random_pool(rng, int32_t(1 + i % 3), Layout::NHWC);
+  PoolDims d = random_pool(rng, int32_t(1 + i / 3 % 3), Layout::NHWC);
   d.channels = std::vector<int64_t>{1, 7, 8, 16, 17, 33, 64, 65, 70, 129}[size_t(i % 10)];
   d.exclude_padding = i % 5 == 0;
   for (int k = 0; k < d.rank; ++k) {
@@ -112,7 +114,7 @@ TEST_P(PoolRows, GiveTierZerosBitsAndWriteOnlyY) {
 TEST_P(PoolRows, BackwardGivesTierZerosBitsAndWritesOnlyDx) {
   const jit::Isa isa = GetParam();
   Rng rng(0x9003 + uint64_t(isa));
-  int compiled_rows = 0;
+  int compiled_rows = 0, overlapping_first_reached = 0, carried = 0, first_reached_3d = 0;
   for (int i = 0; i < 120; ++i) {
     const PoolDims d =
         row_problem(rng, i, std::vector<Windows>{Windows::Tile, Windows::Cover, Windows::Any}[size_t(i % 3)]);
@@ -136,10 +138,22 @@ TEST_P(PoolRows, BackwardGivesTierZerosBitsAndWritesOnlyDx) {
       detail::run_pool_backward(op, g, 1 + i % 2, 0.0f, x.data(), y.data(), dy.data(), got.data(), kernel.pool_row);
       EXPECT_TRUE(bitwise_equal("dx", got.values(), want, pool_input_shape(d), context));
       EXPECT_TRUE(got.guards_intact("dx", context));
-      compiled_rows += detail::pool_runs_compiled_rows(g, op);
+      if (!detail::pool_runs_compiled_rows(g, op)) continue;
+      ++compiled_rows;
+      const jit::xbyak::PoolPlan plan = jit::xbyak::plan_pool_nhwc(
+          jit::make_pool_spec_key(detail::compiled_pool_problem(g), code, d.rank, isa));
+      const bool overlapping = plan.first_reached[0] + plan.first_reached[1] + plan.first_reached[2] > 0;
+      overlapping_first_reached += plan.writes_first_reached && overlapping;
+      first_reached_3d += plan.writes_first_reached && d.rank == 3 && plan.first_reached[0] > 0;
+      carried += plan.carried_columns > 0;
     }
   }
   EXPECT_GE(compiled_rows, 60) << "too few problems gave outputs to the compiled rows";
+  EXPECT_GE(overlapping_first_reached, 10) << "too few overlapping windows wrote their first-reached dx";
+  EXPECT_GE(first_reached_3d, 3) << "too few 3D windows overlapping along D wrote their first-reached dx";
+  if (isa == jit::Isa::Avx512) {
+    EXPECT_GE(carried, 5) << "too few problems carried W columns in registers";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, PoolRows, ::testing::ValuesIn(kXbyakIsas), isa_test_name);

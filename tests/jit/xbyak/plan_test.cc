@@ -201,32 +201,40 @@ TEST(XbyakPlans, PoolPlansFitTheIsasRegisters) {
 // Backward pooling rows over overlapping windows: where the windows cover x (dilation 1, stride
 // at most the window) the taps from window - stride on are written unread; the columns the next
 // output shares are carried in registers where every row's fit beside the 16 fixed ones (AVX-512's
-// 32: a 3x3 at stride 2, not at stride 1; AVX2's 16: none); dilation along W carries nothing.
+// 32: a 3x3 at stride 2, a 2x2x2 at stride 1, not a 3x3 at stride 1; AVX2's 16: none); dilation
+// along W carries nothing.
 TEST(XbyakPlans, PoolBackwardPlansWriteFirstReachedTapsAndCarrySharedColumns) {
   struct Case {
-    int64_t window, stride, dilation;
+    int64_t window, stride, dilation, depth;  // depth: the window along D, at stride 1
     bool covers;
     int carried_avx512;
   };
-  for (const Case& c : {Case{3, 2, 1, true, 1}, Case{3, 1, 1, true, 0}, Case{2, 1, 1, true, 1}, Case{2, 2, 1, true, 0},
-                        Case{3, 4, 1, false, 0}, Case{3, 2, 2, false, 0}}) {
+  for (const Case& c : {Case{3, 2, 1, 1, true, 1}, Case{3, 1, 1, 1, true, 0}, Case{2, 1, 1, 1, true, 1},
+                        Case{2, 2, 1, 1, true, 0}, Case{3, 4, 1, 1, false, 0}, Case{3, 2, 2, 1, false, 0},
+                        Case{2, 1, 1, 2, true, 1}}) {
     convjit_pool_problem p{};
     for (int d = 0; d < 3; ++d) p.window[d] = p.stride[d] = p.dilation[d] = 1;
+    p.window[0] = c.depth;
     p.window[1] = p.window[2] = c.window;
     p.stride[1] = p.stride[2] = c.stride;
     p.dilation[1] = p.dilation[2] = c.dilation;
+    const int32_t rank = c.depth > 1 ? 3 : 2;
     for (jit::Isa isa : kIsas) {
       for (int32_t op : {CONVJIT_OP_MAXPOOL_BACKWARD, CONVJIT_OP_MEANPOOL_BACKWARD}) {
-        const jit::xbyak::PoolPlan plan = jit::xbyak::plan_pool_nhwc(jit::make_pool_spec_key(p, op, 2, isa));
+        const jit::xbyak::PoolPlan plan = jit::xbyak::plan_pool_nhwc(jit::make_pool_spec_key(p, op, rank, isa));
         SCOPED_TRACE(std::string(jit::isa_name(isa)) + " window " + std::to_string(c.window) + " stride " +
-                     std::to_string(c.stride) + " dilation " + std::to_string(c.dilation));
+                     std::to_string(c.stride) + " dilation " + std::to_string(c.dilation) + " depth " +
+                     std::to_string(c.depth));
         ASSERT_EQ(plan.unsupported, "");
         EXPECT_EQ(plan.writes_first_reached, c.covers);
         if (c.covers) {
+          EXPECT_EQ(plan.first_reached[0], c.depth - 1);
           EXPECT_EQ(plan.first_reached[1], c.window - c.stride);
           EXPECT_EQ(plan.first_reached[2], c.window - c.stride);
         }
-        EXPECT_EQ(plan.carried_columns, isa == jit::Isa::Avx512 ? c.carried_avx512 : 0);
+        const int carried = isa == jit::Isa::Avx512 ? c.carried_avx512 : 0;
+        EXPECT_EQ(plan.carried_columns, carried);
+        EXPECT_EQ(plan.vector_registers_used, 16 + c.depth * c.window * carried * 4);
         EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
       }
     }
