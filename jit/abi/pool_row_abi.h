@@ -59,6 +59,12 @@ static inline int convjit_pool_windows_cover(const int64_t window[3], const int6
   return 1;
 }
 
+/* Along a dim whose windows cover x: an output's first tap (from its window's start) that no
+ * earlier output reaches. */
+static inline int64_t convjit_pool_first_reached_tap(int64_t window, int64_t stride) {
+  return window - stride;
+}
+
 #ifdef __cplusplus
 }
 #endif

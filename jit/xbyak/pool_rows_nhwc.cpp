@@ -401,7 +401,7 @@ PoolPlan plan_pool_nhwc(const SpecKey& key) {
   plan.backward = key.op == CONVJIT_OP_MAXPOOL_BACKWARD || key.op == CONVJIT_OP_MEANPOOL_BACKWARD;
   plan.writes_first_reached = plan.backward && convjit_pool_windows_cover(key.kernel, key.stride, key.dilation);
   if (plan.writes_first_reached) {
-    for (int d = 0; d < 3; ++d) plan.first_reached[d] = int(key.kernel[d] - key.stride[d]);
+    for (int d = 0; d < 3; ++d) plan.first_reached[d] = int(convjit_pool_first_reached_tap(key.kernel[d], key.stride[d]));
   }
   if (!plan.max && key.op != CONVJIT_OP_MEANPOOL_FORWARD && key.op != CONVJIT_OP_MEANPOOL_BACKWARD) {
     plan.unsupported = "not max or mean pooling";

@@ -193,13 +193,13 @@ class LazyZeroing {
   LazyZeroing(const PoolGeometry& g, float* image, int64_t c0, int64_t c1, const CompiledPoolRows* keep)
       : g_(g), image_(image), c0_(c0), c1_(c1) {
     if (!keep || !keep->writes_first_reached) return;
-    // Output o's window ends at o * stride - pad + window and reaches its last `stride` inputs
-    // first (dilation 1, stride <= window): the box's outputs those of
-    // [lo * stride - pad + window - stride, (hi - 1) * stride - pad + window).
+    // Output o's window starts at o * stride - pad and reaches the inputs from its first-reached
+    // tap to its end first (dilation 1, stride <= window): the box's outputs those of
+    // [lo * stride - pad + first-reached tap, (hi - 1) * stride - pad + window).
     for (int d = 0; d < 3; ++d) {
-      const int64_t window_end = g.window[d] - g.pad_begin[d];
-      keep_lo_[d] = keep->box.lo[d] * g.stride[d] + window_end - g.stride[d];
-      keep_hi_[d] = (keep->box.hi[d] - 1) * g.stride[d] + window_end;
+      keep_lo_[d] = keep->box.lo[d] * g.stride[d] - g.pad_begin[d] +
+                    convjit_pool_first_reached_tap(g.window[d], g.stride[d]);
+      keep_hi_[d] = (keep->box.hi[d] - 1) * g.stride[d] - g.pad_begin[d] + g.window[d];
     }
   }
 
