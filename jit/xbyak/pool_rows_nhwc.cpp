@@ -419,13 +419,15 @@ PoolPlan plan_pool_nhwc(const SpecKey& key) {
   plan.block_vectors = kBlockVectors;
   // Overlapping windows along W (dilation 1): the next output's first kernel[2] - stride[2] columns
   // are this one's last, kept in registers where every row's fit.
+  plan.vector_registers_used = kFixedRegisters;  // lane_mask() is the last fixed one
   if (plan.backward && key.dilation[2] == 1 && key.stride[2] < key.kernel[2]) {
     const int64_t columns = key.kernel[2] - key.stride[2];
     const int64_t registers = key.kernel[0] * key.kernel[1] * columns * kBlockVectors;
-    if (registers <= plan.isa.vector_registers - kFixedRegisters) plan.carried_columns = int(columns);
+    if (kFixedRegisters + registers <= plan.isa.vector_registers) {
+      plan.carried_columns = int(columns);
+      plan.vector_registers_used += int(registers);
+    }
   }
-  plan.vector_registers_used = kFixedRegisters + int(key.kernel[0] * key.kernel[1]) * plan.carried_columns *
-                                                     kBlockVectors;  // lane_mask() is the last fixed one
   // Per tap, the five emitted blocks (full, and tails of 1..4 vectors) handle 14 vectors, each in
   // at most 4 (forward: 2 untracked, then 4 tracking numbers for a max) or 8 (backward: 7 in the
   // outputs' loop, 1 loading a carried column before it) instructions of 12 bytes, and step one
