@@ -5,10 +5,11 @@
 namespace convjit::detail {
 namespace {
 
-// Input row (id, ih) at W positions [origin_w, origin_w + span) into dst, zeros where it is padding:
-// NCHW one run per input channel (dst_channel apart), NHWC positions of icg channels each.
+// Input row (id, ih) at W positions [origin_w, origin_w + span) into dst, zeros where it is padding
+// unless dst holds them already (zeroed): NCHW one run per input channel (dst_channel apart), NHWC
+// positions of icg channels each.
 void copy_padded_row(const ConvGeometry& g, const float* x, int64_t id, int64_t ih, int64_t origin_w, int64_t span,
-                     float* dst, int64_t dst_channel) {
+                     float* dst, int64_t dst_channel, bool zeroed) {
   const int64_t icg = g.ic_per_group;
   const bool real_row = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
   const int64_t first = real_row ? std::clamp<int64_t>(-origin_w, 0, span) : span;  // real positions
@@ -16,17 +17,24 @@ void copy_padded_row(const ConvGeometry& g, const float* x, int64_t id, int64_t 
   const float* src = x + id * g.x.spatial[0] + ih * g.x.spatial[1] + origin_w * g.x.spatial[2];
   if (g.layout == CONVJIT_NCHW) {
     for (int64_t ic = 0; ic < icg; ++ic, src += g.x.channel, dst += dst_channel) {
-      std::fill(dst, dst + first, 0.0f);
+      if (!zeroed) std::fill(dst, dst + first, 0.0f);
       std::copy(src + first, src + last, dst + first);
-      std::fill(dst + last, dst + span, 0.0f);
+      if (!zeroed) std::fill(dst + last, dst + span, 0.0f);
     }
     return;
   }
-  std::fill(dst, dst + first * icg, 0.0f);
+  if (!zeroed) std::fill(dst, dst + first * icg, 0.0f);
   for (int64_t p = first; p < last; ++p)
     std::copy(src + p * g.x.spatial[2], src + p * g.x.spatial[2] + icg, dst + p * icg);
-  std::fill(dst + last * icg, dst + span * icg, 0.0f);
+  if (!zeroed) std::fill(dst + last * icg, dst + span * icg, 0.0f);
 }
+
+// A padded copy of this many floats is zeroed whole first, then only its real runs copied: one call
+// for all the padding, where zeroing each row's pads apart costs two calls a row (short rows of few
+// channels: the seed network's backward data spent a tenth of its step in those calls). Larger
+// copies zero only their pads: writing them twice costs more than the calls (bench/RESULTS.md,
+// "Session 24").
+constexpr int64_t kZeroWholeCopyFloats = 4096;
 
 // Whether input coordinates [origin, origin + extent) along dim d leave x.
 bool leaves_input(const ConvGeometry& g, int d, int64_t origin, int64_t extent) {
@@ -77,14 +85,17 @@ InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile, bool f
   band.row = extent[2] * band.position;
   band.plane = extent[1] * band.row;
   band.channel = nchw ? extent[0] * band.plane : 1;
+  const int64_t floats = icg * extent[0] * extent[1] * extent[2];
+  const bool zeroed = floats <= kZeroWholeCopyFloats;
+  if (zeroed) std::fill(scratch, scratch + floats, 0.0f);
   for (int64_t d = 0; d < extent[0]; ++d) {
     for (int64_t h = 0; h < extent[1]; ++h) {
       copy_padded_row(g, tile.x, origin[0] + d, origin[1] + h, origin[2], extent[2],
-                      scratch + d * band.plane + h * band.row, band.channel);
+                      scratch + d * band.plane + h * band.row, band.channel, zeroed);
     }
   }
   band.data = scratch;
-  band.floats = (icg * extent[0] * extent[1] * extent[2] + 15) / 16 * 16;  // the rest stays 64-byte aligned
+  band.floats = (floats + 15) / 16 * 16;  // the rest stays 64-byte aligned
   std::copy(origin, origin + 3, band.origin);
   return band;
 }
@@ -121,10 +132,12 @@ bool make_view(const ConvGeometry& g, const InputBand& band, const float* x, int
   view->view_position = nchw ? 1 : icg;
   view->view_tap_row = span * view->view_position;
   view->view_tap_plane = kh_n * view->view_tap_row;
+  const bool zeroed = icg * kd_n * kh_n * span <= kZeroWholeCopyFloats;
+  if (zeroed) std::fill(scratch, scratch + icg * kd_n * kh_n * span, 0.0f);
   for (int64_t kd = 0; kd < kd_n; ++kd) {
     for (int64_t kh = 0; kh < kh_n; ++kh) {
       copy_padded_row(g, x, origin[0] + kd * g.dilation[0], origin[1] + kh * g.dilation[1], origin[2], span,
-                      scratch + kd * view->view_tap_plane + kh * view->view_tap_row, view->view_channel);
+                      scratch + kd * view->view_tap_plane + kh * view->view_tap_row, view->view_channel, zeroed);
     }
   }
   return true;
