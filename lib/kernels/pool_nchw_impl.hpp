@@ -361,9 +361,15 @@ void backward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const Nchw
       dx_rows = padded;
     }
     if constexpr (Tiles) {
-      for (int64_t r = 0; r < input_rows; ++r) {
-        const bool covered = r / g.in[1] < g.out[0] * g.stride[0] && r % g.in[1] < g.out[1] * g.stride[1];
-        std::fill(dx_plane + r * in_w + (covered ? 2 * g.out[2] : 0), dx_plane + (r + 1) * in_w, 0.0f);
+      // Rows (d, h) nested, not one index divided per row: the divisions took a third of a
+      // 2 x 2 plane's time.
+      float* dx_row = dx_plane;
+      for (int64_t d = 0; d < g.in[0]; ++d) {
+        for (int64_t h = 0; h < g.in[1]; ++h, dx_row += in_w) {
+          const bool covered = d < g.out[0] * g.stride[0] && h < g.out[1] * g.stride[1];
+          const int64_t first_uncovered = covered ? 2 * g.out[2] : 0;
+          if (first_uncovered < in_w) std::fill(dx_row + first_uncovered, dx_row + in_w, 0.0f);
+        }
       }
     } else {
       std::fill(dx_rows, dx_rows + plane_floats, 0.0f);
