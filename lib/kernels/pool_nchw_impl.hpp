@@ -271,25 +271,27 @@ inline __attribute__((always_inline)) void block_gradients(const PoolGeometry& g
       grad[v] = F::div(grad[v], F::set1(divisor));
     }
   }
-  typename F::Mask here[kPoolNchwMaxRoutedTaps][Vecs];
-  if constexpr (Max) {
+  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
+  if constexpr (Tiles) {
+    // 2 taps along W, each dx element in one window: written once, +0 + share, and max routes
+    // window row by window row as it writes (taps in row-major order), its lane masks never
+    // leaving registers.
     typename F::Mask routed[Vecs];
     for (int v = 0; v < Vecs; ++v) routed[v] = F::no_lanes();
-    for_each_tap_vector<F, Stride, Vecs>(g, walk, row, block.x, [&](int64_t index, int v, typename F::Vec x) {
-      here[index][v] = F::first_not_second(F::equal(x, y[v]), routed[v]);
-      routed[v] = F::either(routed[v], here[index][v]);
-    });
-  }
-  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
-  if constexpr (Tiles) {  // 2 taps along W, each dx element in one window: written once, +0 + share
     for (int64_t i = 0; i < row.rows_d; ++i) {
       for (int64_t j = 0; j < row.rows_h; ++j) {
         const int64_t window_row = (i * walk.step_d + j * walk.step_h) * walk.pitch;
-        const int64_t row_index = (i * row.rows_h + j) * 2;
         for (int v = 0; v < Vecs; ++v) {
           typename F::Vec share[2] = {grad[v], grad[v]};
           if constexpr (Max) {
-            for (int t = 0; t < 2; ++t) share[t] = F::select(here[row_index + t][v], grad[v], F::zero());
+            const typename F::Vec low = F::load(block.x[v] + window_row),
+                                  high = F::load(block.x[v] + window_row + F::kLanes);
+            const typename F::Vec taps[2] = {F::even_lanes(low, high), F::odd_lanes(low, high)};
+            for (int t = 0; t < 2; ++t) {
+              const typename F::Mask here = F::first_not_second(F::equal(taps[t], y[v]), routed[v]);
+              routed[v] = F::either(routed[v], here);
+              share[t] = F::select(here, grad[v], F::zero());
+            }
           }
           for (int t = 0; t < 2; ++t) share[t] = F::add(F::zero(), share[t]);
           float* at = block.dx[v] + window_row;
@@ -299,6 +301,15 @@ inline __attribute__((always_inline)) void block_gradients(const PoolGeometry& g
       }
     }
     return;
+  }
+  typename F::Mask here[kPoolNchwMaxRoutedTaps][Vecs];
+  if constexpr (Max) {
+    typename F::Mask routed[Vecs];
+    for (int v = 0; v < Vecs; ++v) routed[v] = F::no_lanes();
+    for_each_tap_vector<F, Stride, Vecs>(g, walk, row, block.x, [&](int64_t index, int v, typename F::Vec x) {
+      here[index][v] = F::first_not_second(F::equal(x, y[v]), routed[v]);
+      routed[v] = F::either(routed[v], here[index][v]);
+    });
   }
   for (int64_t i = 0; i < row.rows_d; ++i) {
     for (int64_t j = 0; j < row.rows_h; ++j) {
