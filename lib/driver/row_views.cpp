@@ -29,11 +29,11 @@ void copy_padded_row(const ConvGeometry& g, const float* x, int64_t id, int64_t 
   if (!zeroed) std::fill(dst + last * icg, dst + span * icg, 0.0f);
 }
 
-// A padded copy of this many floats is zeroed whole first, then only its real runs copied: one call
-// for all the padding, where zeroing each row's pads apart costs two calls a row (short rows of few
-// channels: the seed network's backward data spent a tenth of its step in those calls). Larger
-// copies zero only their pads: writing them twice costs more than the calls (bench/RESULTS.md,
-// "Session 24").
+// A padded copy of at most this many floats is zeroed whole first, then only its real runs copied:
+// one call for all the padding, where zeroing each row's pads apart costs two calls a row, which
+// short rows of few channels (the seed network's backward data) pay more for than for the copy.
+// Larger copies zero only their pads: writing them twice costs more than the calls
+// (bench/RESULTS.md, "Session 24").
 constexpr int64_t kZeroWholeCopyFloats = 4096;
 
 // Whether input coordinates [origin, origin + extent) along dim d leave x.
@@ -78,14 +78,13 @@ InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile, bool f
   int64_t origin[3], extent[3];
   tile_rows_input(g, tile, origin, extent);
   const bool wanted = flat ? reads_padding(g, origin, extent) : reads_padding_along_w(g);
-  const int64_t icg = g.ic_per_group;
-  if (!wanted || icg * extent[0] * extent[1] * extent[2] + 15 > capacity) return band;
+  const int64_t icg = g.ic_per_group, floats = icg * extent[0] * extent[1] * extent[2];
+  if (!wanted || floats + 15 > capacity) return band;
   const bool nchw = g.layout == CONVJIT_NCHW;
   band.position = nchw ? 1 : icg;
   band.row = extent[2] * band.position;
   band.plane = extent[1] * band.row;
   band.channel = nchw ? extent[0] * band.plane : 1;
-  const int64_t floats = icg * extent[0] * extent[1] * extent[2];
   const bool zeroed = floats <= kZeroWholeCopyFloats;
   if (zeroed) std::fill(scratch, scratch + floats, 0.0f);
   for (int64_t d = 0; d < extent[0]; ++d) {
@@ -124,16 +123,16 @@ bool make_view(const ConvGeometry& g, const InputBand& band, const float* x, int
     view->view_tap_plane = tap_step(kd_n, g.dilation[0], g.x.spatial[0]);
     return true;
   }
-  const int64_t span = extent[2], icg = g.ic_per_group;
-  if (icg * kd_n * kh_n * span > capacity) return false;
+  const int64_t span = extent[2], icg = g.ic_per_group, floats = icg * kd_n * kh_n * span;
+  if (floats > capacity) return false;
   const bool nchw = g.layout == CONVJIT_NCHW;
   view->x = scratch;
   view->view_channel = nchw ? kd_n * kh_n * span : 1;
   view->view_position = nchw ? 1 : icg;
   view->view_tap_row = span * view->view_position;
   view->view_tap_plane = kh_n * view->view_tap_row;
-  const bool zeroed = icg * kd_n * kh_n * span <= kZeroWholeCopyFloats;
-  if (zeroed) std::fill(scratch, scratch + icg * kd_n * kh_n * span, 0.0f);
+  const bool zeroed = floats <= kZeroWholeCopyFloats;
+  if (zeroed) std::fill(scratch, scratch + floats, 0.0f);
   for (int64_t kd = 0; kd < kd_n; ++kd) {
     for (int64_t kh = 0; kh < kh_n; ++kh) {
       copy_padded_row(g, x, origin[0] + kd * g.dilation[0], origin[1] + kh * g.dilation[1], origin[2], span,

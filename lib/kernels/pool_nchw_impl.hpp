@@ -251,6 +251,7 @@ struct GradientBlock {
 // whose x equals its y; mean shares dy / divisor with every tap. Within a window row the taps go
 // last to first, the vectors in order: a dx element gets its gradients from the outputs reaching
 // it in output order (a later output reaches it through an earlier tap), as on every pooling path.
+// Where the windows tile x (Tiles) each dx element has one output: written once, in any order.
 template <typename F, bool Max, int Stride, bool Tiles, int Vecs>
 inline __attribute__((always_inline)) void block_gradients(const PoolGeometry& g, const NchwPoolWalk& walk,
                                                            const NchwPoolRow& row, const GradientBlock<Vecs>& block,
@@ -372,8 +373,8 @@ void backward_planes(const PoolGeometry& g, const NchwPoolWalk& walk, const Nchw
       dx_rows = padded;
     }
     if constexpr (Tiles) {
-      // Rows (d, h) nested, not one index divided per row: the divisions took a third of a
-      // 2 x 2 plane's time.
+      // Rows (d, h) nested, not one index divided per row: small planes' rows are few floats, and
+      // a division and a remainder each cost more than zeroing them (bench/RESULTS.md, "Session 24").
       float* dx_row = dx_plane;
       for (int64_t d = 0; d < g.in[0]; ++d) {
         for (int64_t h = 0; h < g.in[1]; ++h, dx_row += in_w) {
