@@ -10,6 +10,17 @@
 namespace convjit::detail {
 namespace {
 
+// Max backward's routing, one tap at a time in the window's order: the lanes whose tap value x
+// equals the output's y and that no earlier tap took (each output's gradient goes to its first
+// such tap), added to `routed`.
+template <typename F>
+inline __attribute__((always_inline)) typename F::Mask route_to_first_equal(typename F::Vec x, typename F::Vec y,
+                                                                            typename F::Mask& routed) {
+  const typename F::Mask here = F::first_not_second(F::equal(x, y), routed);
+  routed = F::either(routed, here);
+  return here;
+}
+
 // Without TracksNumbers, a max only: `seen` stays empty and only acc is meaningful (a kernel that
 // forms lanes whose max stayed -inf again with it).
 template <typename F, bool Max, bool TracksNumbers = true>

@@ -272,7 +272,6 @@ inline __attribute__((always_inline)) void block_gradients(const PoolGeometry& g
       grad[v] = F::div(grad[v], F::set1(divisor));
     }
   }
-  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
   if constexpr (Tiles) {
     // 2 taps along W, each dx element in one window: written once, +0 + share, and max routes
     // window row by window row as it writes (taps in row-major order), its lane masks never
@@ -288,11 +287,8 @@ inline __attribute__((always_inline)) void block_gradients(const PoolGeometry& g
             const typename F::Vec low = F::load(block.x[v] + window_row),
                                   high = F::load(block.x[v] + window_row + F::kLanes);
             const typename F::Vec taps[2] = {F::even_lanes(low, high), F::odd_lanes(low, high)};
-            for (int t = 0; t < 2; ++t) {
-              const typename F::Mask here = F::first_not_second(F::equal(taps[t], y[v]), routed[v]);
-              routed[v] = F::either(routed[v], here);
-              share[t] = F::select(here, grad[v], F::zero());
-            }
+            for (int t = 0; t < 2; ++t)
+              share[t] = F::select(route_to_first_equal<F>(taps[t], y[v], routed[v]), grad[v], F::zero());
           }
           for (int t = 0; t < 2; ++t) share[t] = F::add(F::zero(), share[t]);
           float* at = block.dx[v] + window_row;
@@ -308,10 +304,10 @@ inline __attribute__((always_inline)) void block_gradients(const PoolGeometry& g
     typename F::Mask routed[Vecs];
     for (int v = 0; v < Vecs; ++v) routed[v] = F::no_lanes();
     for_each_tap_vector<F, Stride, Vecs>(g, walk, row, block.x, [&](int64_t index, int v, typename F::Vec x) {
-      here[index][v] = F::first_not_second(F::equal(x, y[v]), routed[v]);
-      routed[v] = F::either(routed[v], here[index][v]);
+      here[index][v] = route_to_first_equal<F>(x, y[v], routed[v]);
     });
   }
+  const int64_t taps_w = g.window[2], dilation_w = g.dilation[2];
   for (int64_t i = 0; i < row.rows_d; ++i) {
     for (int64_t j = 0; j < row.rows_h; ++j) {
       const int64_t window_row = (i * walk.step_d + j * walk.step_h) * walk.pitch;

@@ -160,9 +160,8 @@ inline __attribute__((always_inline)) void backward_channels(const PoolGeometry&
       float* at = dx_image + offset + c + v * F::kLanes;
       if constexpr (Max) {
         const typename F::Mask here =
-            F::first_not_second(F::equal(load(x_image + offset + c + v * F::kLanes, v), y_value[v]), routed[v]);
+            route_to_first_equal<F>(load(x_image + offset + c + v * F::kLanes, v), y_value[v], routed[v]);
         store(at, F::add_where(here, load(at, v), grad[v]), v);
-        routed[v] = F::either(routed[v], here);
       } else {
         store(at, F::add(load(at, v), grad[v]), v);
       }
