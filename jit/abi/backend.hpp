@@ -72,12 +72,18 @@ class Backend {
 // take 64 lanes, their grid 58; rows of 7, 16 lanes, their grid 9). Where the bounds come from:
 // bench/RESULTS.md, "Why the tier rules are what they are" and "Which ISA a kernel gets".
 inline constexpr int64_t kFlatRowsBelowVectors = 4;
+inline int64_t flat_grid_row(const convjit_conv_problem& p) {
+  return p.out[2] + (p.kernel[2] - 1) * p.dilation[2];
+}
+inline bool flat_grid_mostly_real(const convjit_conv_problem& p) {
+  return 5 * p.out[2] >= 4 * flat_grid_row(p);
+}
 inline bool flattens_rows(const convjit_conv_problem& p, int64_t lanes) {
   if (p.layout != CONVJIT_NCHW || p.stride[1] != 1 || p.stride[2] != 1) return false;
   const int64_t out = p.out[2];
   if (out >= kFlatRowsBelowVectors * lanes || p.out[1] < 2) return false;  // one row per plane: nothing to join
-  const int64_t grid_row = out + (p.kernel[2] - 1) * p.dilation[2];
-  if (5 * out >= 4 * grid_row) return true;
+  if (flat_grid_mostly_real(p)) return true;
+  const int64_t grid_row = flat_grid_row(p);
   return 3 * out >= 2 * grid_row && grid_row <= (out + lanes - 1) / lanes * lanes;
 }
 inline bool flattens_rows(const convjit_conv_problem& p, const convjit_conv_kernel& row_kernel) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend.hpp"
 #include "conv_depthwise_nchw.hpp"
 #include "conv_depthwise_nhwc.hpp"
 #include "conv_forward.hpp"
@@ -84,7 +85,8 @@ void backward_filter_on_twin(const ConvGeometry& g, int threads, const float* x,
 // rows beat NCHW's register tile from 200 flops per copied float on this host, below it (ResNet's
 // 1x1 and 7x7 layers, whose weights outweigh their activations) the copies lost it
 // (bench/RESULTS.md, "Session 10"). Forward at W stride > 1, where the NCHW kernels ran at a third
-// to a half of the twin's speed, from 50 (a 3-channel stem at 39 lost 13%; "Session 17").
+// to a half of the twin's speed, from 50 (a 3-channel stem at 39 lost 13%; "Session 17"); at W
+// stride 1 from 200, as backward filter.
 constexpr double kMinFlopsPerCopiedFloat = 200;
 constexpr double kMinStridedForwardFlopsPerCopiedFloat = 50;
 // NCHW depthwise forward without NCHW's own depthwise kernel (over 3x3, 3D, W stride over 2) ran
@@ -121,12 +123,21 @@ bool nchw_runs_as_nhwc(const ConvGeometry& g) {
     return !avx512::depthwise_nchw_supported(g) && !avx2::depthwise_nchw_supported(g) &&
            g.taps <= kDepthwiseNhwcMaxTaps && g.flops() >= kMinDepthwiseFlopsPerCopiedFloat * double(copied);
   }
-  // NCHW row kernels put output pixels along W in the lanes: at W stride s each vector's inputs
-  // are every s-th element, deinterleaved for each W tap, where NHWC's channels are contiguous. (A
-  // single W tap is not: the register tile's packing reads each input once.) Not where the twin
-  // would run as NCHW again (few output channels).
-  return g.stride[2] > 1 && g.kernel[2] > 1 && g.oc_per_group > kDirectMaxOutputChannels &&
-         g.flops() >= kMinStridedForwardFlopsPerCopiedFloat * double(copied);
+  // NCHW row kernels put output pixels along W in the lanes. Not where the twin would run as NCHW
+  // again (few output channels).
+  if (g.oc_per_group <= kDirectMaxOutputChannels) return false;
+  // At W stride 1, rows shorter than a row kernel takes are joined into one flattened grid, whose
+  // rows carry the kernel's W span less one junk columns; over a fifth of junk (a 7x7 kernel on 14
+  // columns, a dilated 3x3 on 28) they are not, and such rows ran on the generic tier or on two
+  // AVX2 vectors at a third to a half of NHWC's speed, which blocks channels whatever the row
+  // length. Where the grid is flattened, at 15% junk (a dilation-3 3x3 on 33 columns), the twin
+  // won on one thread and lost on two, whose copies each read what the other core wrote
+  // (bench/RESULTS.md, "Session 25").
+  if (g.stride[2] == 1) return !jit::flat_grid_mostly_real(g) && g.flops() >= kMinFlopsPerCopiedFloat * double(copied);
+  // At W stride s each vector's inputs are every s-th element, deinterleaved for each W tap, where
+  // NHWC's channels are contiguous. (A single W tap is not: the register tile's packing reads each
+  // input once.)
+  return g.kernel[2] > 1 && g.flops() >= kMinStridedForwardFlopsPerCopiedFloat * double(copied);
 #else
   (void)g;
   return false;
@@ -155,7 +166,7 @@ TwinCopies copy_to_twin(const ConvGeometry& g, const convjit_conv_params& params
   float* w_twin = copies + x_floats;
   transpose_images(g.batch, in_pixels, g.in_channels, x, x_twin, to_nchw, threads);
   // Weights per output channel: [tap][ic] (OHWI) <-> [ic][tap] (OIHW).
-  transpose_images(g.out_channels, g.taps, g.ic_per_group, w, w_twin, to_nchw, 1);
+  transpose_images(g.out_channels, g.taps, g.ic_per_group, w, w_twin, to_nchw, threads);
   TwinCopies c{params, x_twin, w_twin, w_twin + w_floats};
   c.params.layout = to_nchw ? CONVJIT_NCHW : CONVJIT_NHWC;
   return c;

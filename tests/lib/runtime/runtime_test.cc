@@ -251,11 +251,13 @@ TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
   EXPECT_EQ(c.state, "jit");
 }
 
-// And the other way: NCHW at W stride > 1 with a W kernel and more output channels, and NCHW
-// depthwise that NCHW's depthwise kernel does not take, run as their NHWC twins where their flops
-// pay for the copies: the stats show the NCHW configuration with the twin's kernel, it reaches
-// the JIT tier, and every tier gives the same bits. A 1x1 kernel (each input read once), a layer
-// of few flops per copied float and a 3x3 depthwise layer (NCHW's own kernel) stay NCHW.
+// And the other way: NCHW at W stride > 1 with a W kernel and more output channels, NCHW at W
+// stride 1 whose rows are too short for their kernel's W span to be flattened (over a fifth of
+// the grid junk), and NCHW depthwise that NCHW's depthwise kernel does not take, run as their
+// NHWC twins where their flops pay for the copies: the stats show the NCHW configuration with the
+// twin's kernel, it reaches the JIT tier, and every tier gives the same bits. A 1x1 kernel (each
+// input read once), layers of few flops per copied float, a flattened grid of 15% junk and a 3x3
+// depthwise layer (NCHW's own kernel) stay NCHW.
 TEST(Runtime, NchwRunsAsItsNhwcTwinOnEveryTierWhereItPaysForTheCopies) {
   struct Case {
     ConvDims dims;
@@ -265,13 +267,22 @@ TEST(Runtime, NchwRunsAsItsNhwcTwinOnEveryTierWhereItPaysForTheCopies) {
   strided.pad_end = {1, 2, 0};  // asymmetric
   ConvDims grouped = conv(1, Layout::NCHW, 3, 48, 64, 2, {301, 1, 1}, {7, 1, 1}, {3, 1, 1}, {3, 0, 0});
   grouped.mode = Mode::Convolution;
+  ConvDims short_rows = conv(2, Layout::NCHW, 1, 40, 48, 1, {13, 11, 1}, {7, 7, 1}, {1, 1, 1}, {3, 3, 0});
+  short_rows.pad_end = {2, 4, 0};  // 12 columns, 6 of junk a grid row
+  const ConvDims dilated_short_rows = conv(2, Layout::NCHW, 2, 32, 32, 1, {20, 23, 1}, {3, 3, 1}, {1, 1, 1}, {4, 4, 0},
+                                           {4, 4, 1}, Mode::Convolution);  // 23 columns, 8 of junk
   const Case cases[] = {
       {strided, true},
       {grouped, true},
-      {conv(2, Layout::NCHW, 1, 64, 96, 1, {28, 28, 1}, {1, 1, 1}, {2, 2, 1}), false},   // 1x1
-      {conv(2, Layout::NCHW, 1, 3, 32, 1, {65, 65, 1}, {3, 3, 1}, {2, 2, 1}), false},    // 3 channels: 39 flops a float
-      {conv(2, Layout::NCHW, 1, 16, 4, 1, {40, 40, 1}, {3, 3, 1}, {2, 2, 1}), false},    // 4 output channels
-      {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}), true},  // depthwise 5x5
+      {short_rows, true},
+      {dilated_short_rows, true},
+      {conv(2, Layout::NCHW, 1, 8, 16, 1, {13, 11, 1}, {7, 7, 1}, {1, 1, 1}, {3, 3, 0}), false},  // 186 flops a float
+      {conv(2, Layout::NCHW, 1, 64, 64, 1, {33, 33, 1}, {3, 3, 1}, {1, 1, 1}, {3, 3, 0}, {3, 3, 1}),
+       false},                                                                          // 15% junk
+      {conv(2, Layout::NCHW, 1, 64, 96, 1, {28, 28, 1}, {1, 1, 1}, {2, 2, 1}), false},  // 1x1
+      {conv(2, Layout::NCHW, 1, 3, 32, 1, {65, 65, 1}, {3, 3, 1}, {2, 2, 1}), false},   // 3 channels: 39 flops a float
+      {conv(2, Layout::NCHW, 1, 16, 4, 1, {40, 40, 1}, {3, 3, 1}, {2, 2, 1}), false},   // 4 output channels
+      {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}), true},   // depthwise 5x5
       {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), false},  // depthwise 3x3
   };
   for (const Case& k : cases) {
