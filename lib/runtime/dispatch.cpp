@@ -19,6 +19,7 @@
 #include "ops_internal.hpp"
 #include "runtime_impl.hpp"
 #include "select_tier.hpp"
+#include "thread_choice.hpp"
 #include "threads.hpp"
 
 namespace convjit {
@@ -83,6 +84,10 @@ int Runtime::Impl::threads() const {
   return policy.num_threads > 0 ? policy.num_threads : detail::thread_count();
 }
 
+int Runtime::Impl::threads_for(const detail::ConvGeometry& g) const {
+  return detail::conv_call_threads(threads(), policy.adapt_threads, g.flops());
+}
+
 ConfigSlot& Runtime::Impl::count_call(const Configuration& c, uint64_t* id, int64_t* calls) {
   *id = detail::configuration_id(c);
   bool inserted = false;  // a first call is told by the call count: the warm start inserts slots too
@@ -116,7 +121,7 @@ void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeomet
   const detail::ConvGeometry runs = as_twin ? detail::forward_twin(params) : g;
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, runs, params.rank, relu, &reading);
-  run_sampled(slot, calls, compiled != nullptr, threads(), policy.adapt_threads, [&](int threads) {
+  run_sampled(slot, calls, compiled != nullptr, threads_for(g), policy.adapt_threads, [&](int threads) {
     run_forward_call(g, params, as_twin, runs, detail::select_tier(runs, compiled, isa_cap_), threads, x, w, bias, relu,
                      y);
     after(threads);
@@ -142,7 +147,7 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, first_runs, params.rank, false, &reading);
   const jit::SpecKey compiled_key = compiled ? spec_key(first_runs, params.rank, false) : jit::SpecKey{};
-  run_sampled(slot, calls, compiled != nullptr, threads(), policy.adapt_threads, [&](int threads) {
+  run_sampled(slot, calls, compiled != nullptr, threads_for(g), policy.adapt_threads, [&](int threads) {
     int64_t grid_floats = 0;
     for (int i = 0; i < phases.count; ++i) {
       const int64_t* grid = phases.phase[i].grid;
@@ -207,7 +212,7 @@ const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint
 }
 
 template <typename Run>
-void Runtime::Impl::run_on_tier0(const Configuration& c, Run&& run, const std::string& why) {
+void Runtime::Impl::run_on_tier0(const Configuration& c, int threads, Run&& run, const std::string& why) {
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
@@ -217,7 +222,7 @@ void Runtime::Impl::run_on_tier0(const Configuration& c, Run&& run, const std::s
                          : std::string("the ") + backend_->name() + " backend compiles no " + detail::op_name(c.op) +
                                " kernels for it (yet): tier 0 runs it");
   }
-  run_sampled(slot, calls, false, threads(), policy.adapt_threads, run);
+  run_sampled(slot, calls, false, threads, policy.adapt_threads, run);
 }
 
 detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w,
@@ -242,7 +247,7 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
   }
   if (!detail::backward_data_as_forward(g, *params, &forward)) {
     const bool as_nhwc = detail::nchw_depthwise_backward_data_runs_as_nhwc(g, *params);
-    run_on_tier0(c, [&](int threads) {
+    run_on_tier0(c, threads_for(g), [&](int threads) {
       if (as_nhwc) {
         detail::depthwise_backward_data_as_nhwc(g, *params, threads, dy, w, dx);
       } else {
@@ -274,11 +279,11 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
   detail::ConvGeometry runs;
   if (std::string why = detail::filter_rows_problem(g, *params, &runs);
       !backend_ || !backend_->compiles(CONVJIT_OP_CONV_BACKWARD_FILTER) || !why.empty()) {
-    run_on_tier0(c, run_tier0, why);
+    run_on_tier0(c, threads_for(g), run_tier0, why);
     return detail::Status::success();
   }
   run_counted(
-      c, [&] { return filter_spec_key(runs, params->rank); },
+      c, threads_for(g), [&] { return filter_spec_key(runs, params->rank); },
       [&](const jit::SpecKey& key) { return backend_->rows_decline_reason(key); },
       [&](int threads, const jit::CompiledKernel* kernel) {
         if (!kernel) {
@@ -293,28 +298,28 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
 }
 
 template <typename KeyOf, typename DeclinedBecause, typename Run>
-void Runtime::Impl::run_counted(const Configuration& c, KeyOf&& key_of_call, DeclinedBecause&& declined_because,
-                                Run&& run) {
+void Runtime::Impl::run_counted(const Configuration& c, int threads, KeyOf&& key_of_call,
+                                DeclinedBecause&& declined_because, Run&& run) {
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
   std::optional<detail::GracePeriods::Reader> reading;
   const jit::CompiledKernel* kernel = compiled(slot, id, calls, key_of_call, declined_because, &reading);
-  run_sampled(slot, calls, kernel != nullptr, threads(), policy.adapt_threads,
+  run_sampled(slot, calls, kernel != nullptr, threads, policy.adapt_threads,
               [&](int threads) { run(threads, kernel); });
 }
 
 template <typename Run>
 void Runtime::Impl::run_pool(const Configuration& c, detail::PoolOp op, int32_t code, int32_t rank, Run&& run) {
   if (!backend_ || !backend_->compiles(code)) {
-    run_on_tier0(c, [&](int threads) { run(threads, nullptr); });
+    run_on_tier0(c, threads(), [&](int threads) { run(threads, nullptr); });
     return;
   }
   // What the compiled rows see: the NHWC problem (the twin of an NCHW one).
   detail::PoolGeometry runs;
   detail::pool_rows_geometry(c, &runs);  // valid: the caller's problem is
   run_counted(
-      c, [&] { return pool_spec_key(runs, code, rank); },
+      c, threads(), [&] { return pool_spec_key(runs, code, rank); },
       [&](const jit::SpecKey& key) { return detail::pool_jit_declined_because(runs, op, *backend_, key); },
       [&](int threads, const jit::CompiledKernel* kernel) { run(threads, kernel ? kernel->pool_row : nullptr); });
 }

@@ -59,6 +59,9 @@ struct Runtime::Impl {
   };
 
   int threads() const;  // the policy's, else the process setting
+  // A convolution's: threads(), or one where adapt_threads keeps a call that small on its thread
+  // (thread_choice.hpp: kMinTeamFlops).
+  int threads_for(const detail::ConvGeometry& g) const;
   // The slot of configuration c (inserted on first sight) with this call counted: *id is its
   // configuration id, *calls the call's number.
   detail::ConfigSlot& count_call(const detail::Configuration& c, uint64_t* id, int64_t* calls);
@@ -95,12 +98,14 @@ struct Runtime::Impl {
   void run_pool(const detail::Configuration& c, detail::PoolOp op, int32_t code, int32_t rank, Run&& run);
   // Counts a call of c and runs run(threads, its compiled kernel or null): the kernel of
   // key_of_call() once c is hot and declined_because(key) is empty (the policy permitting).
+  // threads: what the call may use (threads(), or threads_for a convolution).
   template <typename KeyOf, typename DeclinedBecause, typename Run>
-  void run_counted(const detail::Configuration& c, KeyOf&& key_of_call, DeclinedBecause&& declined_because, Run&& run);
+  void run_counted(const detail::Configuration& c, int threads, KeyOf&& key_of_call, DeclinedBecause&& declined_because,
+                   Run&& run);
   // A configuration no backend compiles: counted, declined when hot (saying why, else that no
   // backend compiles its op), run by run(threads) on tier 0.
   template <typename Run>
-  void run_on_tier0(const detail::Configuration& c, Run&& run, const std::string& why = {});
+  void run_on_tier0(const detail::Configuration& c, int threads, Run&& run, const std::string& why = {});
   void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key, bool warm = false);
   void start_warm();
   void wait_for_slot(detail::ConfigSlot& slot);  // until its queued compile has finished

@@ -19,6 +19,10 @@ bool runs_alone(const ThreadTimes& times, int64_t sample) {
   return probe != alone_wins;
 }
 
+int conv_call_threads(int threads, bool adapt, double flops) {
+  return adapt && flops < kMinTeamFlops ? 1 : threads;
+}
+
 void ThreadTimes::clear() {
   for (auto* value : {&mean_ns[0], &mean_ns[1], &samples[0], &samples[1]}) value->store(0, std::memory_order_relaxed);
 }

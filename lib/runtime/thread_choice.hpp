@@ -22,9 +22,21 @@ struct ThreadTimes {
   void clear();  // not timed yet (a recycled detector slot)
 };
 
+// And with adapt_threads a convolution of fewer flops than this (tens of microseconds on one
+// core) runs on its calling thread, whatever its own timings say. Each thread choice is timed
+// alone, but what a team call costs lands partly on the calls after it: the next layer reads the
+// planes the other core wrote. In the seed network on 2 threads, a layer's calls on one thread
+// took twice their time in a 1-thread process, so the choices favoured the team, and the epoch
+// ran slower than on one thread (bench/RESULTS.md, "Session 25").
+inline constexpr double kMinTeamFlops = 4e6;
+
 inline constexpr int64_t kRareProbe = 8;
 inline constexpr double kFarSlower = 1.5;
 inline constexpr int64_t kSettled = 3;
+
+// The threads a convolution of `flops` may use: `threads`, or one below kMinTeamFlops where the
+// runtime adapts its threads (adapt).
+int conv_call_threads(int threads, bool adapt, double flops);
 
 // Whether a call runs on one thread: `sample` is the number of a timed call of its tier (from 0),
 // or -1 for a call that is not timed.

@@ -106,7 +106,8 @@ TEST(Concurrency, EightThreadsOneRuntimeBitwiseAndCountedOnce) {
   policy.backend = Backend::Auto;
   policy.async = true;
   policy.hot_threshold = 2;
-  policy.num_threads = 0;  // the process setting (CONVJIT_NUM_THREADS=1 under TSan)
+  policy.num_threads = 0;        // the process setting (CONVJIT_NUM_THREADS=2 under TSan)
+  policy.adapt_threads = false;  // every call on them: small convolutions too
   Runtime runtime(policy);
   CONVJIT_SKIP_WITHOUT_BACKEND(runtime);
 

@@ -17,10 +17,17 @@ namespace {
 // lib/threads/threads.hpp's kParallelWorkThreshold (2e5 flops): smaller calls stay on one thread.
 constexpr int64_t kParallelMultiplyAdds = 100000;
 
+// Every call on the policy's threads (the adapting default keeps small convolutions on one).
+Policy all_threads(Policy p, int threads) {
+  p.num_threads = threads;
+  p.adapt_threads = false;
+  return p;
+}
+
 TEST(JitThreadCount, BitwiseIdenticalForOneTwoAndThreeThreads) {
-  Runtime one(eager_policy(1)), two(eager_policy(2)), three(eager_policy(3));
-  Policy generic_p = generic_policy();
-  generic_p.num_threads = 2;
+  Runtime one(all_threads(eager_policy(), 1)), two(all_threads(eager_policy(), 2)),
+      three(all_threads(eager_policy(), 3));
+  const Policy generic_p = all_threads(generic_policy(), 2);
   Runtime generic(generic_p);
   CONVJIT_SKIP_WITHOUT_BACKEND(one);
 

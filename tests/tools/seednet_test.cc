@@ -301,7 +301,7 @@ TEST(SeednetFashionMnist, SameLossesOnEveryTier) {
   const std::map<std::string, std::string> inline_jit = {
       {"CONVJIT_BACKEND", "xbyak"}, {"CONVJIT_HOT_THRESHOLD", "0"}, {"CONVJIT_ASYNC", "0"}};
   std::map<std::string, std::string> inline_jit_2 = inline_jit;
-  inline_jit_2["OMP_WAIT_POLICY"] = "passive";  // two spinning threads on a busy 2-core machine crawl
+  inline_jit_2["CONVJIT_ADAPT_THREADS"] = "0";  // every layer on both threads (by default they run on one)
   const std::vector<TierRun> runs = {
       {"generic", {{"CONVJIT_BACKEND", "none"}}, "1", false},
       {"jit-inline", inline_jit, "1", true},

@@ -2,6 +2,7 @@
 // are timed the team runs, but every other timed call tries one thread; the calls between timed
 // ones follow the faster side; a side that lost by far, both sides timed a few times, is tried only
 // every kRareProbe-th timed call; one outlier does not turn the choice; the means follow new times.
+// Small convolutions stay on one thread.
 #include "thread_choice.hpp"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,19 @@ int alone_among_timed(const ThreadTimes& times, int count) {
 // One side timed `count` times, each taking ns.
 void record_times(ThreadTimes& times, bool alone, int64_t ns, int count) {
   for (int i = 0; i < count; ++i) record_time(times, alone, ns);
+}
+
+// A convolution under kMinTeamFlops runs on one thread where the runtime adapts its threads; a
+// larger one, or any one where it does not, may use them all.
+TEST(ThreadChoice, SmallConvolutionsRunOnOneThreadWhereThreadsAdapt) {
+  using detail::conv_call_threads;
+  using detail::kMinTeamFlops;
+  EXPECT_EQ(conv_call_threads(2, true, kMinTeamFlops / 2), 1);
+  EXPECT_EQ(conv_call_threads(3, true, kMinTeamFlops - 1), 1);
+  EXPECT_EQ(conv_call_threads(2, true, kMinTeamFlops), 2);
+  EXPECT_EQ(conv_call_threads(3, true, 1e9), 3);
+  EXPECT_EQ(conv_call_threads(2, false, kMinTeamFlops / 2), 2);
+  EXPECT_EQ(conv_call_threads(1, true, 1e9), 1);
 }
 
 TEST(ThreadChoice, UntimedSidesStartOnTheTeamAndTryOneThreadEveryOtherTimedCall) {
