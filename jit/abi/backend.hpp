@@ -72,19 +72,27 @@ class Backend {
 // take 64 lanes, their grid 58; rows of 7, 16 lanes, their grid 9). Where the bounds come from:
 // bench/RESULTS.md, "Why the tier rules are what they are" and "Which ISA a kernel gets".
 inline constexpr int64_t kFlatRowsBelowVectors = 4;
-inline int64_t flat_grid_row(const convjit_conv_problem& p) {
-  return p.out[2] + (p.kernel[2] - 1) * p.dilation[2];
+// The widest row kernels' lanes (AVX-512's 16 floats): rows of kFlatRowsBelowVectors times as many
+// pixels or more are flattened on no ISA.
+inline constexpr int64_t kWidestRowLanes = 16;
+// The junk columns a flattened grid row carries past a row's outputs: the kernel's W span less one.
+inline int64_t flat_grid_junk(const convjit_conv_problem& p) {
+  return (p.kernel[2] - 1) * p.dilation[2];
 }
+// At least 80% of a flattened grid is real outputs, whatever the lanes. Compared as junk <= out / 4
+// (out >= 4 junk), as a grid row at W stride 1 is the padded input row, which may be near int64's
+// limit.
 inline bool flat_grid_mostly_real(const convjit_conv_problem& p) {
-  return 5 * p.out[2] >= 4 * flat_grid_row(p);
+  return flat_grid_junk(p) <= p.out[2] / 4;
 }
 inline bool flattens_rows(const convjit_conv_problem& p, int64_t lanes) {
   if (p.layout != CONVJIT_NCHW || p.stride[1] != 1 || p.stride[2] != 1) return false;
   const int64_t out = p.out[2];
   if (out >= kFlatRowsBelowVectors * lanes || p.out[1] < 2) return false;  // one row per plane: nothing to join
   if (flat_grid_mostly_real(p)) return true;
-  const int64_t grid_row = flat_grid_row(p);
-  return 3 * out >= 2 * grid_row && grid_row <= (out + lanes - 1) / lanes * lanes;
+  // At least 2/3 real (out >= 2 junk), and the grid row within the row's whole vectors.
+  const int64_t junk = flat_grid_junk(p), whole_vectors = (out + lanes - 1) / lanes * lanes;
+  return junk <= out / 2 && junk <= whole_vectors - out;
 }
 inline bool flattens_rows(const convjit_conv_problem& p, const convjit_conv_kernel& row_kernel) {
   return flattens_rows(p, row_kernel.row_lanes);

@@ -78,8 +78,10 @@ InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile, bool f
   int64_t origin[3], extent[3];
   tile_rows_input(g, tile, origin, extent);
   const bool wanted = flat ? reads_padding(g, origin, extent) : reads_padding_along_w(g);
-  const int64_t icg = g.ic_per_group, floats = icg * extent[0] * extent[1] * extent[2];
-  if (!wanted || floats + 15 > capacity) return band;
+  // Sized in double: a padded row at W stride 1 may be near int64's limit.
+  const double wanted_floats = double(g.ic_per_group) * double(extent[0]) * double(extent[1]) * double(extent[2]);
+  if (!wanted || wanted_floats + 15 > double(capacity)) return band;
+  const int64_t icg = g.ic_per_group, floats = int64_t(wanted_floats);
   const bool nchw = g.layout == CONVJIT_NCHW;
   band.position = nchw ? 1 : icg;
   band.row = extent[2] * band.position;
@@ -123,8 +125,9 @@ bool make_view(const ConvGeometry& g, const InputBand& band, const float* x, int
     view->view_tap_plane = tap_step(kd_n, g.dilation[0], g.x.spatial[0]);
     return true;
   }
-  const int64_t span = extent[2], icg = g.ic_per_group, floats = icg * kd_n * kh_n * span;
-  if (floats > capacity) return false;
+  const int64_t span = extent[2], icg = g.ic_per_group;
+  if (double(icg) * double(kd_n * kh_n) * double(span) > double(capacity)) return false;  // as in make_band
+  const int64_t floats = icg * kd_n * kh_n * span;
   const bool nchw = g.layout == CONVJIT_NCHW;
   view->x = scratch;
   view->view_channel = nchw ? kd_n * kh_n * span : 1;

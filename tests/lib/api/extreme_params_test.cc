@@ -54,6 +54,13 @@ std::vector<ConvDims> extreme_convs() {
       ConvDims f = conv(rank, layout, 2, 8, 8, 8, {6, 6, 6}, {3, 3, 3});
       f.stride[last] = std::numeric_limits<int64_t>::max();
       out.push_back(f);
+      // More output channels than the direct kernels take, W stride 1, a 2-tap W kernel dilated
+      // to 2^62 over 3 columns padded by 2^61 on each side: the W span, like the padded row,
+      // is near int64's limit (the NCHW twin rule weighs the flattened grid's junk by it).
+      ConvDims g = conv(rank, layout, 1, 2, 16, 1, {3, 3, 3}, {2, 2, 2});
+      g.dilation[last] = int64_t(1) << 62;
+      g.pad_begin[last] = g.pad_end[last] = int64_t(1) << 61;
+      out.push_back(g);
     }
   }
   return out;
