@@ -126,14 +126,16 @@ bool nchw_runs_as_nhwc(const ConvGeometry& g) {
   // NCHW row kernels put output pixels along W in the lanes. Not where the twin would run as NCHW
   // again (few output channels).
   if (g.oc_per_group <= kDirectMaxOutputChannels) return false;
-  // At W stride 1, rows shorter than a row kernel takes are joined into one flattened grid, whose
-  // rows carry the kernel's W span less one junk columns; over a fifth of junk (a 7x7 kernel on 14
-  // columns, a dilated 3x3 on 28) they are not, and such rows ran on the generic tier or on two
-  // AVX2 vectors at a third to a half of NHWC's speed, which blocks channels whatever the row
-  // length. Where the grid is flattened, at 15% junk (a dilation-3 3x3 on 33 columns), the twin
-  // won on one thread and lost on two, whose copies each read what the other core wrote
-  // (bench/RESULTS.md, "Session 25").
-  if (g.stride[2] == 1) return !jit::flat_grid_mostly_real(g) && g.flops() >= kMinFlopsPerCopiedFloat * double(copied);
+  // At W stride 1, short rows (those some ISA's row kernels would flatten) whose kernel's W span
+  // would make over a fifth of a flattened grid junk columns: NCHW's kernels then either compute
+  // those columns, or run the rows one by one in partial vectors or on the generic tier, where
+  // NHWC blocks channels whatever the row length. A grid of less junk stays NCHW: there the twin's
+  // copies, each reading what the other core wrote, lost on two threads (bench/RESULTS.md,
+  // "Session 25").
+  if (g.stride[2] == 1) {
+    return g.out[2] < jit::kFlatRowsBelowVectors * jit::kWidestRowLanes && !jit::flat_grid_mostly_real(g) &&
+           g.flops() >= kMinFlopsPerCopiedFloat * double(copied);
+  }
   // At W stride s each vector's inputs are every s-th element, deinterleaved for each W tap, where
   // NHWC's channels are contiguous. (A single W tap is not: the register tile's packing reads each
   // input once.)

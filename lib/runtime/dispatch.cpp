@@ -212,7 +212,7 @@ const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint
 }
 
 template <typename Run>
-void Runtime::Impl::run_on_tier0(const Configuration& c, int threads, Run&& run, const std::string& why) {
+void Runtime::Impl::run_on_tier0(const Configuration& c, int call_threads, Run&& run, const std::string& why) {
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
@@ -222,7 +222,7 @@ void Runtime::Impl::run_on_tier0(const Configuration& c, int threads, Run&& run,
                          : std::string("the ") + backend_->name() + " backend compiles no " + detail::op_name(c.op) +
                                " kernels for it (yet): tier 0 runs it");
   }
-  run_sampled(slot, calls, false, threads, policy.adapt_threads, run);
+  run_sampled(slot, calls, false, call_threads, policy.adapt_threads, run);
 }
 
 detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w,
@@ -298,14 +298,14 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
 }
 
 template <typename KeyOf, typename DeclinedBecause, typename Run>
-void Runtime::Impl::run_counted(const Configuration& c, int threads, KeyOf&& key_of_call,
+void Runtime::Impl::run_counted(const Configuration& c, int call_threads, KeyOf&& key_of_call,
                                 DeclinedBecause&& declined_because, Run&& run) {
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
   std::optional<detail::GracePeriods::Reader> reading;
   const jit::CompiledKernel* kernel = compiled(slot, id, calls, key_of_call, declined_because, &reading);
-  run_sampled(slot, calls, kernel != nullptr, threads, policy.adapt_threads,
+  run_sampled(slot, calls, kernel != nullptr, call_threads, policy.adapt_threads,
               [&](int threads) { run(threads, kernel); });
 }
 

@@ -98,14 +98,14 @@ struct Runtime::Impl {
   void run_pool(const detail::Configuration& c, detail::PoolOp op, int32_t code, int32_t rank, Run&& run);
   // Counts a call of c and runs run(threads, its compiled kernel or null): the kernel of
   // key_of_call() once c is hot and declined_because(key) is empty (the policy permitting).
-  // threads: what the call may use (threads(), or threads_for a convolution).
+  // call_threads: what the call may use (threads(), or threads_for a convolution).
   template <typename KeyOf, typename DeclinedBecause, typename Run>
-  void run_counted(const detail::Configuration& c, int threads, KeyOf&& key_of_call, DeclinedBecause&& declined_because,
-                   Run&& run);
+  void run_counted(const detail::Configuration& c, int call_threads, KeyOf&& key_of_call,
+                   DeclinedBecause&& declined_because, Run&& run);
   // A configuration no backend compiles: counted, declined when hot (saying why, else that no
   // backend compiles its op), run by run(threads) on tier 0.
   template <typename Run>
-  void run_on_tier0(const detail::Configuration& c, int threads, Run&& run, const std::string& why = {});
+  void run_on_tier0(const detail::Configuration& c, int call_threads, Run&& run, const std::string& why = {});
   void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key, bool warm = false);
   void start_warm();
   void wait_for_slot(detail::ConfigSlot& slot);  // until its queued compile has finished

@@ -22,12 +22,11 @@ struct ThreadTimes {
   void clear();  // not timed yet (a recycled detector slot)
 };
 
-// And with adapt_threads a convolution of fewer flops than this (tens of microseconds on one
-// core) runs on its calling thread, whatever its own timings say. Each thread choice is timed
-// alone, but what a team call costs lands partly on the calls after it: the next layer reads the
-// planes the other core wrote. In the seed network on 2 threads, a layer's calls on one thread
-// took twice their time in a 1-thread process, so the choices favoured the team, and the epoch
-// ran slower than on one thread (bench/RESULTS.md, "Session 25").
+// And with adapt_threads a convolution of fewer flops than this runs on its calling thread,
+// whatever its own timings say. Each thread choice is timed alone, but what a team call costs
+// lands partly on the calls after it: the next layer reads the planes the other core wrote, so
+// in a network of small layers both sides time slow, the team a little less, and the choices
+// made the whole step slower than one thread (bench/RESULTS.md, "Session 25").
 inline constexpr double kMinTeamFlops = 4e6;
 
 inline constexpr int64_t kRareProbe = 8;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Do two builds compute the same bits? Runs convjit_output_digest (built in either tree) once with
 # each build's libconvjit.so, on tier 0 and with every configuration compiled inline by each
-# backend, at 1 and 3 threads, and compares the digests line by line.
+# backend, at 1 and 3 threads (every call on them: CONVJIT_ADAPT_THREADS=0), and compares the digests line by line.
 #   compare_builds.sh <convjit_output_digest> <old build dir> <new build dir> [cases]
 # Exit 0 when every line matches; else the first differing lines and 1.
 set -eu
@@ -14,7 +14,7 @@ for tier in none xbyak llvm; do
     for build in old new; do
       dir=$old; [ $build = new ] && dir=$new
       env LD_LIBRARY_PATH="$dir/lib" CONVJIT_BACKEND=$tier CONVJIT_HOT_THRESHOLD=0 CONVJIT_ASYNC=0 \
-        CONVJIT_DECLINE_SLOWER=0 CONVJIT_NUM_THREADS=$threads "$digest" "$cases" >"$work/$build" 2>"$work/$build.err" ||
+        CONVJIT_DECLINE_SLOWER=0 CONVJIT_NUM_THREADS=$threads CONVJIT_ADAPT_THREADS=0 "$digest" "$cases" >"$work/$build" 2>"$work/$build.err" ||
         { cat "$work/$build.err"; echo "$build build failed ($tier, $threads threads)"; exit 1; }
     done
     lines=$(wc -l <"$work/new")

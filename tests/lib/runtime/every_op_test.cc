@@ -292,6 +292,19 @@ TEST(EveryOp, StridedBackwardDataPhasesShareOneKernel) {
       "conv2d_fwd_f32_k3x3_s1");
 }
 
+// NCHW backward data whose forwards run as their NHWC twins (short rows that a 7x7 kernel, or a
+// phase's 4x4 one, would make over a fifth junk when flattened): the twin's compiled kernel, the
+// generic tier's bits on 1 and 3 threads.
+TEST(EveryOp, NchwBackwardDataRunsItsForwardsAsNhwcTwins) {
+  const ConvDims stride_one = conv(2, Layout::NCHW, 1, 48, 48, 1, {14, 14, 1}, {7, 7, 1}, {1, 1, 1}, {3, 3, 0});
+  const ConvDims phased = conv(2, Layout::NCHW, 2, 64, 64, 1, {22, 22, 1}, {8, 8, 1}, {2, 2, 1}, {3, 3, 0});
+  expect_backward_data_on_forward_kernel(stride_one, 0xB0DB, "conv2d_fwd_f32_k7x7_s1_nhwc_flip");
+  expect_backward_data_on_forward_kernel(phased, 0xB0DC, "conv2d_fwd_f32_k4x4_s1_nhwc");
+  Runtime generic(policy_with(Backend::None, 1));
+  three_calls_as_generic(generic, conv_call(Op::ConvBackwardData, stride_one, 0xB0DD), 3);
+  three_calls_as_generic(generic, conv_call(Op::ConvBackwardData, phased, 0xB0DE), 3);
+}
+
 // The warm start compiles what backward data runs as, and the Xbyak backend's pooling and
 // backward-filter rows and layout twins: a restarted runtime runs stride-1, strided pointwise and
 // phased (strided) backward data, max pooling, NHWC backward filter and a strided NCHW forward

@@ -256,8 +256,8 @@ TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
 // the grid junk), and NCHW depthwise that NCHW's depthwise kernel does not take, run as their
 // NHWC twins where their flops pay for the copies: the stats show the NCHW configuration with the
 // twin's kernel, it reaches the JIT tier, and every tier gives the same bits. A 1x1 kernel (each
-// input read once), layers of few flops per copied float, a flattened grid of 15% junk and a 3x3
-// depthwise layer (NCHW's own kernel) stay NCHW.
+// input read once), layers of few flops per copied float, a flattened grid of 15% junk, long rows
+// and a 3x3 depthwise layer (NCHW's own kernel) stay NCHW.
 TEST(Runtime, NchwRunsAsItsNhwcTwinOnEveryTierWhereItPaysForTheCopies) {
   struct Case {
     ConvDims dims;
@@ -276,9 +276,11 @@ TEST(Runtime, NchwRunsAsItsNhwcTwinOnEveryTierWhereItPaysForTheCopies) {
       {grouped, true},
       {short_rows, true},
       {dilated_short_rows, true},
-      {conv(2, Layout::NCHW, 1, 8, 16, 1, {13, 11, 1}, {7, 7, 1}, {1, 1, 1}, {3, 3, 0}), false},  // 186 flops a float
+      {conv(2, Layout::NCHW, 1, 8, 16, 1, {13, 11, 1}, {7, 7, 1}, {1, 1, 1}, {3, 3, 0}), false},  // 185 flops a float
       {conv(2, Layout::NCHW, 1, 64, 64, 1, {33, 33, 1}, {3, 3, 1}, {1, 1, 1}, {3, 3, 0}, {3, 3, 1}),
-       false},                                                                          // 15% junk
+       false},  // 15% junk
+      {conv(1, Layout::NCHW, 1, 64, 64, 1, {300, 1, 1}, {7, 1, 1}, {1, 1, 1}, {60, 0, 0}, {20, 1, 1}),
+       false},  // rows of 300: never flattened, whatever the span
       {conv(2, Layout::NCHW, 1, 64, 96, 1, {28, 28, 1}, {1, 1, 1}, {2, 2, 1}), false},  // 1x1
       {conv(2, Layout::NCHW, 1, 3, 32, 1, {65, 65, 1}, {3, 3, 1}, {2, 2, 1}), false},   // 3 channels: 39 flops a float
       {conv(2, Layout::NCHW, 1, 16, 4, 1, {40, 40, 1}, {3, 3, 1}, {2, 2, 1}), false},   // 4 output channels
