@@ -37,6 +37,9 @@ struct TileNeeds {
   int64_t oc_granule;
   // Tiles start and end at row boundaries (flattened row kernels).
   bool whole_rows;
+  // The tile runs row by row, segments shorter than the kernel's smallest block on tier 0's tile
+  // (row kernels): a tile of a row or more ends where a row ends, so no segment is a sliver.
+  bool row_segments;
   // The tile packs its channels' weights (a packing row kernel): more tiles pack them again, and
   // the size of its input does not cut a plane into tiles.
   bool packs_weights;
@@ -78,7 +81,8 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   if (parts * tiles < wanted) tiles = (wanted + parts - 1) / parts;
   tiles = std::min(tiles, panels);
   t.pixel_tile = (panels + tiles - 1) / tiles * pixel_granule;
-  if (needs.whole_rows) t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
+  if (needs.whole_rows || (needs.row_segments && t.pixel_tile >= g.out[2]))
+    t.pixel_tile = (t.pixel_tile + g.out[2] - 1) / g.out[2] * g.out[2];
   if (needs.banded) {  // few enough output rows that the tile's band holds their input rows
     const int64_t pitch = (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1;
     const int64_t band_row = g.ic_per_group * ((g.kernel[0] - 1) * g.dilation[0] + 1) * pitch;
@@ -238,6 +242,7 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
                           .pixel_granule = kernels.generic->pixel_granule,
                           .oc_granule = p.packed ? specialized->oc_block : kernels.generic->oc_granule,
                           .whole_rows = p.flat,
+                          .row_segments = specialized && specialized->row_kernel,
                           .packs_weights = p.packed,
                           .banded = p.flat || (p.packed && specialized->row_kernel && reads_padding_along_w(g)),
                           .channels_first = packs_more_weights || short_flat_tiles});
