@@ -25,10 +25,8 @@ constexpr int group_rows(int64_t taps) {
 }
 
 // The kernel keeps a channel's taps broadcast in registers with a group's accumulators and an
-// input vector: AVX2's 16 hold up to 9 taps, AVX-512's 32 up to 25 (5x5), kernels of at most 5
-// rows and columns. (At W stride 2 the even loads' temporaries spill a few on AVX-512's 5x5:
-// measured still faster than the twin.) Other kernels run as their NHWC twin instead
-// (lib/rewrite/nhwc_as_nchw.cpp).
+// input vector: AVX2's 16 hold 3x3 kernels (and 1x5), AVX-512's 32 up to 5x5. Kernels that would
+// spill run as their NHWC twin instead (lib/rewrite/nhwc_as_nchw.cpp).
 template <typename F>
 constexpr bool taps_fit_registers(int64_t taps) {
   return taps + group_rows(taps) + 1 <= F::kRegisters;
@@ -59,7 +57,6 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
   const bool shared = Rows > 1 && g.stride[1] == 1 && g.dilation[1] == 1;
   const int64_t first_row = oh - g.pad_begin[1];
   const int64_t real_begin = std::max<int64_t>(0, -first_row), real_end = g.in[1] - first_row;
-  // Formed for every shared row, the padding's too; read only for the real ones.
   const float* input_rows[kSharedRows] = {};
   if (shared) {
     for (int j = 0; j < kSharedRows; ++j) input_rows[j] = x_plane + (first_row + j) * g.x.spatial[1];
@@ -122,6 +119,7 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
 // recompute rows cost depthwise_s2, 13 such rows, 10%): every row where the rows share their
 // input rows (H stride and dilation 1: a group skips the padding's rows), else the rows whose
 // kernel rows all read real input, and the rows around them one at a time.
+
 template <typename F, int KH, int KW, int Stride>
 void channel_plane(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x_plane,
                    const float* w, const float* bias, bool relu, float* y_plane) {
@@ -187,8 +185,7 @@ void all_planes(const ConvGeometry& g, int threads, const float* x, const float*
 template <typename F, int Stride>
 void any_extent(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
                 float* y) {
-  // No code for kernels that do not fit (depthwise_nchw_fits refuses them).
-  auto run = [&](auto kh, auto kw) {
+  auto run = [&](auto kh, auto kw) {  // kernels that do not fit are not supported: no code for them
     constexpr int KH = decltype(kh)::value, KW = decltype(kw)::value;
     if constexpr (taps_fit_registers<F>(KH * KW)) all_planes<F, KH, KW, Stride>(g, threads, x, w, bias, relu, y);
   };

@@ -89,8 +89,8 @@ void backward_filter_on_twin(const ConvGeometry& g, int threads, const float* x,
 // stride 1 from 200, as backward filter.
 constexpr double kMinFlopsPerCopiedFloat = 200;
 constexpr double kMinStridedForwardFlopsPerCopiedFloat = 50;
-// NCHW depthwise forward without NCHW's own depthwise kernel (over 5 rows or columns, over 9 taps
-// where only AVX2 runs; 3D; W stride over 2) ran
+// NCHW depthwise forward without NCHW's own depthwise kernel (taps that do not fit its registers:
+// over 3x3 with AVX2 only, over 5x5; 3D; W stride over 2) ran
 // on the row and tile kernels at under half the speed of NHWC's channels-in-lanes ones (5x5: 44 vs
 // 110 GFLOP/s); from 16 flops per copied float (a 4x4 kernel) the twin wins ("Session 17").
 constexpr double kMinDepthwiseFlopsPerCopiedFloat = 16;
