@@ -1,6 +1,5 @@
 // Tier 0's forward for NCHW depthwise convolution (one input and one output channel per group)
-// with kernels whose taps fit in registers (AVX2: 3x3, AVX-512: 5x5; taps_fit_registers in the
-// implementation): a channel's taps stay broadcast in registers for its whole plane, so each
+// with kernels up to 3x3: a channel's taps stay broadcast in registers for its whole plane, so each
 // tap of each vector of pixels is one load and one FMA (the general direct tile reloads the weight
 // for every tap of every pixel block). Each output is the chain of jit/abi/conv_tile_abi.h (taps in
 // weight order from 0.0f, then bias, then relu); taps in the padding are masked lanes or skipped
