@@ -27,17 +27,17 @@ constexpr int group_rows(int64_t taps) {
 // The kernel keeps a channel's taps broadcast in registers with a group's accumulators and an
 // input vector: AVX2's 16 hold up to 9 taps, AVX-512's 32 up to 25 (5x5), kernels of at most 5
 // rows and columns. (At W stride 2 the even loads' temporaries spill a few on AVX-512's 5x5:
-// measured still faster than the twin.) Other kernels run as their NHWC twin instead
-// (lib/rewrite/nhwc_as_nchw.cpp).
+// measured still faster than the twin.) Other kernels run as their NHWC twin instead where its
+// flops pay for the copies (lib/rewrite/nhwc_as_nchw.cpp), else on the row and tile kernels.
 template <typename F>
 constexpr bool taps_fit_registers(int64_t taps) {
   return taps + group_rows(taps) + 1 <= F::kRegisters;
 }
 
 // The extents with code: up to 3x3, and square and one-row kernels up to kMaxExtent, the shapes of
-// depthwise layers. Other extents run as the twin too: code for every extent up to 5x5 was 2.5
-// times the instantiations, more than clang's sanitized build of the fuzz test (tests/fuzz) could
-// compile in its time.
+// depthwise layers. Other extents go as those that do not fit: code for every extent up to 5x5
+// was 2.5 times the instantiations, more than clang's sanitized build of the fuzz test
+// (tests/fuzz) could compile in its time.
 constexpr bool has_code(int64_t kh, int64_t kw) {
   return (kh <= 3 && kw <= 3) || kh == kw || kh == 1;
 }
@@ -45,8 +45,9 @@ constexpr bool has_code(int64_t kh, int64_t kw) {
 // Output rows [oh, oh + Rows) of one channel, each vector of Rows rows in flight at once (a chain
 // per row: one 9-tap chain alone waits on the FMA latency). Unless the rows share their input rows
 // (below): taps kh in [kh_begin, kh_end), the same for every row of the group (the others read
-// padding: zero products, skipped). PaddedRows: some of the shared input rows are padding (the
-// test costs the groups inside the plane up to 10% on 5x5 kernels: they go without it).
+// padding: zero products, skipped). PaddedRows: the rows share their input rows and some of them
+// are padding (the test costs the groups inside the plane up to 10% on 5x5 kernels: they go
+// without it).
 template <typename F, int KH, int KW, int Stride, int Rows, bool PaddedRows = false, typename Finish>
 inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x_plane,
                       const typename F::Vec (&weight)[KH][KW], int64_t oh, int64_t kh_begin, int64_t kh_end,

@@ -61,7 +61,7 @@ std::vector<Entry> mixed_configurations() {
       {'E', conv(2, C, 1, 3, 8, 1, {15, 40, 1}, k3, s2, p1), true, Relu},
       {'E', conv(2, C, 2, 2, 4, 1, {11, 38, 1}, k3, s2, p1), false, Relu},
       // F: NCHW depthwise 7x7 (one output channel per group: its own channel class; its NHWC twin's
-      // depthwise kernel is compiled; up to 5x5 the generic tier's NCHW one takes it, declined).
+      // depthwise kernel is compiled; smaller kernels may be the generic tier's NCHW one's, declined).
       {'F', conv(2, C, 1, 6, 6, 6, {12, 36, 1}, k7, s1, {3, 3, 0}), false, Id},
       // G: NCHW 3x3 in convolution mode (flipped).
       {'G', conv(2, C, 1, 4, 8, 1, {10, 24, 1}, k3, s1, p1, d1, Mode::Convolution), false, Id},

@@ -109,7 +109,8 @@ const NchwDepthwiseIsa kNchwIsas[] = {
 // planes tall enough for several groups.
 TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadCount) {
   Rng rng(0xD3A2);
-  int ran_avx2 = 0, ran_avx512 = 0, padded_groups = 0;
+  int ran_avx2 = 0, ran_avx512 = 0;
+  int padded_top = 0, padded_bottom = 0, padded_flipped = 0;  // problems with groups over padded input rows
   for (int i = 0; i < 120; ++i) {
     ConvDims d;
     d.rank = i % 5 == 0 ? 1 : 2;
@@ -118,8 +119,8 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
     d.batch = rng.uniform_int(1, 2);
     d.groups = d.in_channels = d.out_channels = rng.uniform_int(1, 7);
     const int64_t wide = rng.uniform_int(4, 5);
-    switch (d.rank == 1 ? 0 : rng.uniform_int(0, 3)) {
-      case 0: d.kernel = {rng.uniform_int(1, 5), 1, 1}; break;
+    switch (d.rank == 1 ? 0 : rng.uniform_int(1, 3)) {
+      case 0: d.kernel = {rng.uniform_int(1, 5), 1, 1}; break;  // 1D: W
       case 1: d.kernel = {rng.uniform_int(1, 3), rng.uniform_int(1, 3), 1}; break;
       case 2: d.kernel = {wide, wide, 1}; break;
       default: d.kernel = {1, wide, 1};
@@ -148,6 +149,7 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
     const int64_t in_pixels = ref::conv_input_elements(d) / (d.batch * d.in_channels);
     const int64_t out_pixels = ref::conv_output_elements(d) / (d.batch * d.out_channels);
     const std::vector<float> x_nhwc = channels_first_to_last(x, d.batch, d.in_channels, in_pixels);
+    bool ran = false;
     for (const NchwDepthwiseIsa& k : kNchwIsas) {
       if (!jit::host_has(k.isa) || !k.supported(g)) continue;
       // Depthwise weights are [channel][tap] in both layouts.
@@ -162,17 +164,26 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
         EXPECT_TRUE(bitwise_equal("y vs the NHWC kernel", y, y_twin, conv_output_shape(d), context));
       }
       (k.isa == jit::Isa::Avx512 ? ran_avx512 : ran_avx2) += 1;
-      // Row groups whose shared input rows start in the padding (H stride and dilation 1).
-      padded_groups += d.rank == 2 && d.stride[0] == 1 && d.dilation[0] == 1 && d.pad_begin[0] > 0 &&
-                       d.in_size[0] + d.pad_begin[0] + d.pad_end[0] - d.kernel[0] >= 4;
+      ran = true;
+    }
+    // Row groups share their input rows (H stride and dilation 1, at least 5 output rows); those
+    // at the top or bottom of the plane skip padded ones; flipped, they walk them in reverse.
+    const bool shared = d.rank == 2 && d.stride[0] == 1 && d.dilation[0] == 1 &&
+                        d.in_size[0] + d.pad_begin[0] + d.pad_end[0] - d.kernel[0] >= 4;
+    if (ran && shared) {
+      padded_top += d.pad_begin[0] > 0;
+      padded_bottom += d.pad_end[0] > 0;
+      padded_flipped += d.mode == Mode::Convolution && d.pad_begin[0] + d.pad_end[0] > 0;
     }
   }
   if (ran_avx2 + ran_avx512 == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise kernel";
-  EXPECT_GE(ran_avx2, 30) << "too few problems ran on AVX2's kernel";
+  EXPECT_GE(ran_avx2, 60) << "too few problems ran on AVX2's kernel";
   if (jit::host_has(jit::Isa::Avx512)) {
-    EXPECT_GE(ran_avx512, 70) << "too few problems ran on AVX-512's kernel";
+    EXPECT_GE(ran_avx512, 90) << "too few problems ran on AVX-512's kernel";
   }
-  EXPECT_GE(padded_groups, 12) << "too few problems grouped rows over padded input rows";
+  EXPECT_GE(padded_top, 8) << "too few problems grouped rows over padded input rows on top";
+  EXPECT_GE(padded_bottom, 8) << "too few problems grouped rows over padded input rows at the bottom";
+  EXPECT_GE(padded_flipped, 6) << "too few flipped problems grouped rows over padded input rows";
 }
 
 // What each ISA's kernel takes: the extents with code, the taps within its registers.
