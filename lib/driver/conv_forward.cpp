@@ -31,7 +31,7 @@ struct TileNeeds {
   // The tile packs im2col panels (so tiles are sized to keep them in L2); other tiles (direct,
   // row kernels) take whole planes unless their input or the threads need more tiles.
   bool packs_patches;
-  // Pixel tiles are multiples of it (the tile's panel width).
+  // Pixel tiles are multiples of it (the tile's panel width), unless rounded to whole rows below.
   int64_t pixel_granule;
   // Channel chunks are multiples of it (the register tile's rows, or a packing kernel's block).
   int64_t oc_granule;

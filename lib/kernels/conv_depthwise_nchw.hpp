@@ -1,9 +1,10 @@
 // Tier 0's forward for NCHW depthwise convolution (one input and one output channel per group)
-// with kernels up to 3x3: a channel's taps stay broadcast in registers for its whole plane, so each
-// tap of each vector of pixels is one load and one FMA (the general direct tile reloads the weight
-// for every tap of every pixel block). Each output is the chain of jit/abi/conv_tile_abi.h (taps in
-// weight order from 0.0f, then bias, then relu); taps in the padding are masked lanes or skipped
-// rows (zero products). One kernel (conv_depthwise_nchw_impl.hpp) built for AVX2/FMA and AVX-512.
+// with kernels up to 3x3, square 4x4 and 5x5, and 1x4 and 1x5, whose taps fit in registers (AVX2:
+// 9 taps, AVX-512: 25; taps_fit_registers and has_code in the implementation): a channel's taps
+// stay broadcast in registers for its whole plane, so each tap of each vector of pixels is one load
+// and one FMA (the general direct tile reloads the weight for every tap of every pixel block). Each output is the chain
+// of jit/abi/conv_tile_abi.h (taps in weight order from 0.0f, then bias, then relu); taps in the padding are masked
+// lanes or skipped rows (zero products). One kernel (conv_depthwise_nchw_impl.hpp) built for AVX2/FMA and AVX-512.
 #pragma once
 
 #include "depthwise_rows_abi.h"

@@ -15,12 +15,40 @@
 namespace convjit::detail {
 namespace {
 
-constexpr int64_t kMaxExtent = 3;  // kernel rows and columns kept in registers
+constexpr int64_t kMaxExtent = 5;  // kernel rows and columns
+
+// Output rows in flight at once (each vector of a row is one chain of taps, and a chain alone
+// waits on the FMA latency): 6 where a kernel has over 9 taps (a 5x5 kernel's 25-step chains),
+// else 4.
+constexpr int group_rows(int64_t taps) {
+  return taps > 9 ? 6 : 4;
+}
+
+// The kernel keeps a channel's taps broadcast in registers with a group's accumulators and an
+// input vector: AVX2's 16 hold up to 9 taps, AVX-512's 32 up to 25 (5x5), kernels of at most 5
+// rows and columns. (At W stride 2 the even loads' temporaries spill a few on AVX-512's 5x5:
+// measured still faster than the twin.) Other kernels run as their NHWC twin instead where its
+// flops pay for the copies (lib/rewrite/nhwc_as_nchw.cpp), else on the row and tile kernels.
+template <typename F>
+constexpr bool taps_fit_registers(int64_t taps) {
+  return taps + group_rows(taps) + 1 <= F::kRegisters;
+}
+
+// The extents with code: up to 3x3, and square and one-row kernels up to kMaxExtent, the shapes of
+// depthwise layers. Other extents go as those that do not fit: code for every extent up to 5x5
+// was 2.5 times the instantiations, more than clang's sanitized build of the fuzz test
+// (tests/fuzz) could compile in its time.
+constexpr bool has_code(int64_t kh, int64_t kw) {
+  return (kh <= 3 && kw <= 3) || kh == kw || kh == 1;
+}
 
 // Output rows [oh, oh + Rows) of one channel, each vector of Rows rows in flight at once (a chain
-// per row: one 9-tap chain alone waits on the FMA latency). Taps kh in [kh_begin, kh_end), the
-// same for every row of the group (the others read padding: zero products, skipped).
-template <typename F, int KH, int KW, int Stride, int Rows, typename Finish>
+// per row: one 9-tap chain alone waits on the FMA latency). Unless the rows share their input rows
+// (below): taps kh in [kh_begin, kh_end), the same for every row of the group (the others read
+// padding: zero products, skipped). PaddedRows: the rows share their input rows and some of them
+// are padding (the test costs the groups inside the plane up to 10% on 5x5 kernels: they go
+// without it).
+template <typename F, int KH, int KW, int Stride, int Rows, bool PaddedRows = false, typename Finish>
 inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x_plane,
                       const typename F::Vec (&weight)[KH][KW], int64_t oh, int64_t kh_begin, int64_t kh_end,
                       Finish&& finish, float* y_plane) {
@@ -31,47 +59,56 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
       rows[r][kh] = x_plane + input_coordinate(g, 1, oh + r, kh) * g.x.spatial[1];
   }
   using Vec = typename F::Vec;
-  // Stride and dilation 1 along H with every kernel row real: input row j of the group (oh - pad
-  // + j) is tap row j - r of output row r, so each input vector is loaded once for all of them.
-  // Each output still meets its taps in weight order: rows by ascending kh (descending j when
-  // flipped), each row's kw in order.
+  // Stride and dilation 1 along H: input row j of the group (oh - pad + j) is tap row j - r of
+  // output row r, so each input vector is loaded once for all of them; the rows outside
+  // [real_begin, real_end) are padding, skipped for all of them, so the group's rows need not
+  // share their real taps. Each output still meets its taps in weight order: rows by ascending kh,
+  // each row's kw in order. Flipped, output row r meets input row j at tap KH - 1 - (j - r), and
+  // taps in weight order mean descending j: the same loop over the input rows and the output rows
+  // both taken last first (j' = kSharedRows - 1 - j, r' = Rows - 1 - r meet at tap j' - r').
   constexpr int kSharedRows = Rows + KH - 1;
-  const bool shared = Rows > 1 && g.stride[1] == 1 && g.dilation[1] == 1 && kh_begin == 0 && kh_end == KH;
+  const bool shared = Rows > 1 && g.stride[1] == 1 && g.dilation[1] == 1;
+  const bool reversed = shared && g.flip;
+  const int64_t first_row = oh - g.pad_begin[1];
+  int64_t real_begin = std::max<int64_t>(0, -first_row), real_end = g.in[1] - first_row;
+  if (reversed) {
+    const int64_t begin = real_begin;
+    real_begin = kSharedRows - real_end;
+    real_end = kSharedRows - begin;
+  }
+  // Formed for every shared row, the padding's too; read only for the real ones.
   const float* input_rows[kSharedRows] = {};
   if (shared) {
-    for (int j = 0; j < kSharedRows; ++j) input_rows[j] = x_plane + (oh - g.pad_begin[1] + j) * g.x.spatial[1];
+    for (int j = 0; j < kSharedRows; ++j)
+      input_rows[j] = x_plane + (first_row + (reversed ? kSharedRows - 1 - j : j)) * g.x.spatial[1];
   }
-  auto shared_rows_at = [&](int64_t first_w, auto&& load, auto flipped, Vec(&acc)[Rows]) {
-#pragma GCC unroll 8
-    for (int step = 0; step < kSharedRows; ++step) {
-      const int j = decltype(flipped)::value ? kSharedRows - 1 - step : step;
-#pragma GCC unroll 3
-      for (int kw = 0; kw < KW; ++kw) {
-        const Vec in = load(input_rows[j] + first_w + kw * step_w, kw);
-#pragma GCC unroll 4
-        for (int r = 0; r < Rows; ++r) {
-          const int tap = j - r;  // the input row's tap for output row r, unflipped
-          if (tap < 0 || tap >= KH) continue;
-          const int kh = decltype(flipped)::value ? KH - 1 - tap : tap;
-          acc[r] = F::fma(in, weight[kh][kw], acc[r]);
-        }
-      }
-    }
-  };
-  // The group's vector at column ow: load(row, position) gives a tap's F::kLanes inputs.
+  // The group's vector at column ow: load(row, position) gives a tap's F::kLanes inputs. acc[r]
+  // is output row r, or Rows - 1 - r where reversed.
   auto vector_at = [&](int64_t ow, auto&& load) {
     const int64_t first_w = first_input_column(g, ow);
     Vec acc[Rows];
     for (int r = 0; r < Rows; ++r) acc[r] = F::zero();
-    if (shared && g.flip) {
-      shared_rows_at(first_w, load, std::true_type{}, acc);
-    } else if (shared) {
-      shared_rows_at(first_w, load, std::false_type{}, acc);
-    } else {
-      for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
-#pragma GCC unroll 3
+    if (shared) {
+#pragma GCC unroll 10  // group_rows + kMaxExtent - 1 shared input rows
+      for (int j = 0; j < kSharedRows; ++j) {
+        if constexpr (PaddedRows) {
+          if (j < real_begin || j >= real_end) continue;
+        }
+#pragma GCC unroll 5
         for (int kw = 0; kw < KW; ++kw) {
-#pragma GCC unroll 4
+          const Vec in = load(input_rows[j] + first_w + kw * step_w, kw);
+#pragma GCC unroll 6
+          for (int r = 0; r < Rows; ++r) {
+            const int kh = j - r;
+            if (kh >= 0 && kh < KH) acc[r] = F::fma(in, weight[kh][kw], acc[r]);
+          }
+        }
+      }
+    } else if constexpr (!PaddedRows) {
+      for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+#pragma GCC unroll 5
+        for (int kw = 0; kw < KW; ++kw) {
+#pragma GCC unroll 6
           for (int r = 0; r < Rows; ++r)
             acc[r] = F::fma(load(rows[r][kh] + first_w + kw * step_w, kw), weight[kh][kw], acc[r]);
         }
@@ -79,24 +116,25 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
     }
     return std::to_array(acc);
   };
+  float* const y_first = y_plane + (reversed ? oh + Rows - 1 : oh) * g.y.spatial[1];
+  const int64_t y_step = reversed ? -g.y.spatial[1] : g.y.spatial[1];
   for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += F::kLanes) {
     const auto acc = vector_at(ow, [](const float* at, int) { return load_real_inputs<F, Stride>(at, 0); });
-    for (int r = 0; r < Rows; ++r) F::store(y_plane + (oh + r) * g.y.spatial[1] + ow, finish(acc[r]));
+    for (int r = 0; r < Rows; ++r) F::store(y_first + r * y_step + ow, finish(acc[r]));
   }
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto& edge = columns.edges[e];
     const auto acc =
         vector_at(edge.ow, [&](const float* at, int kw) { return load_edge_inputs<F, KW, Stride>(edge, at, kw); });
-    for (int r = 0; r < Rows; ++r) F::store(y_plane + (oh + r) * g.y.spatial[1] + edge.ow, finish(acc[r]), edge.lanes);
+    for (int r = 0; r < Rows; ++r) F::store(y_first + r * y_step + edge.ow, finish(acc[r]), edge.lanes);
   }
 }
 
-// One output plane of one channel: x_plane and y_plane at the channel's (n, od) plane. Rows whose
-// kernel rows all read real input go kGroupRows at a time, then 2, then 1 for the rest of the run
-// (a group moved back to recompute rows cost depthwise_s2, 13 such rows, 10%); the rows around
-// them one at a time.
-constexpr int kGroupRows = 4;
-
+// One output plane of one channel: x_plane and y_plane at the channel's (n, od) plane. A run of
+// rows goes group_rows at a time, then 2, then 1 for the rest of the run (a group moved back to
+// recompute rows cost depthwise_s2, 13 such rows, 10%): every row where the rows share their
+// input rows (H stride and dilation 1: a group skips the padding's rows), else the rows whose
+// kernel rows all read real input, and the rows around them one at a time.
 template <typename F, int KH, int KW, int Stride>
 void channel_plane(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x_plane,
                    const float* w, const float* bias, bool relu, float* y_plane) {
@@ -110,31 +148,42 @@ void channel_plane(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
     if (bias) acc = F::add(acc, bias_v);
     return relu ? F::relu(acc) : acc;
   };
-  int64_t full_begin = g.out[1], full_end = g.out[1];  // the rows with every kernel row real: a run
-  for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-    int64_t kh_begin, kh_end;
-    valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], KH, g.in[1], g.flip, &kh_begin, &kh_end);
-    if (kh_begin == 0 && kh_end == KH) {
-      full_begin = std::min(full_begin, oh);
-      full_end = oh + 1;
+  int64_t run_begin = 0, run_end = g.out[1];     // the rows that go in groups
+  if (g.stride[1] != 1 || g.dilation[1] != 1) {  // those with every kernel row real
+    run_begin = run_end;
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      int64_t kh_begin, kh_end;
+      valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], KH, g.in[1], g.flip, &kh_begin, &kh_end);
+      if (kh_begin == 0 && kh_end == KH) {
+        run_begin = std::min(run_begin, oh);
+        run_end = oh + 1;
+      }
     }
   }
-  for (int64_t oh = 0; oh < g.out[1];) {
-    if (oh == full_begin) {
-      for (; oh + kGroupRows <= full_end; oh += kGroupRows)
-        row_group<F, KH, KW, Stride, kGroupRows>(g, columns, x_plane, weight, oh, 0, KH, finish, y_plane);
-      if (oh + 2 <= full_end) {
-        row_group<F, KH, KW, Stride, 2>(g, columns, x_plane, weight, oh, 0, KH, finish, y_plane);
-        oh += 2;
-      }
-      if (oh < full_end) row_group<F, KH, KW, Stride, 1>(g, columns, x_plane, weight, oh++, 0, KH, finish, y_plane);
-      continue;
-    }
+  auto one_row = [&](int64_t oh) {  // with its own real taps
     int64_t kh_begin, kh_end;
     valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], KH, g.in[1], g.flip, &kh_begin, &kh_end);
     row_group<F, KH, KW, Stride, 1>(g, columns, x_plane, weight, oh, kh_begin, kh_end, finish, y_plane);
-    ++oh;
+  };
+  auto group = [&](int64_t oh, auto rows) {  // with shared input rows, some may be padding
+    constexpr int Rows = decltype(rows)::value;
+    const int64_t first_row = oh - g.pad_begin[1];
+    const bool padded =
+        (g.stride[1] == 1 && g.dilation[1] == 1) && (first_row < 0 || first_row + Rows + KH - 1 > g.in[1]);
+    if (padded)
+      row_group<F, KH, KW, Stride, Rows, true>(g, columns, x_plane, weight, oh, 0, KH, finish, y_plane);
+    else
+      row_group<F, KH, KW, Stride, Rows>(g, columns, x_plane, weight, oh, 0, KH, finish, y_plane);
+  };
+  int64_t oh = 0;
+  for (; oh < run_begin; ++oh) one_row(oh);
+  constexpr int kRows = group_rows(KH * KW);
+  for (; oh + kRows <= run_end; oh += kRows) group(oh, std::integral_constant<int, kRows>{});
+  if (oh + 2 <= run_end) {
+    group(oh, std::integral_constant<int, 2>{});
+    oh += 2;
   }
+  for (; oh < g.out[1]; ++oh) one_row(oh);
 }
 
 template <typename F, int KH, int KW, int Stride>
@@ -151,23 +200,32 @@ void all_planes(const ConvGeometry& g, int threads, const float* x, const float*
 template <typename F, int Stride>
 void any_extent(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,
                 float* y) {
+  // No code for kernels that do not fit (depthwise_nchw_fits refuses them).
   auto run = [&](auto kh, auto kw) {
-    all_planes<F, decltype(kh)::value, decltype(kw)::value, Stride>(g, threads, x, w, bias, relu, y);
+    constexpr int KH = decltype(kh)::value, KW = decltype(kw)::value;
+    if constexpr (taps_fit_registers<F>(KH * KW) && has_code(KH, KW))
+      all_planes<F, KH, KW, Stride>(g, threads, x, w, bias, relu, y);
   };
   using One = std::integral_constant<int, 1>;
   using Two = std::integral_constant<int, 2>;
   using Three = std::integral_constant<int, 3>;
+  using Four = std::integral_constant<int, 4>;
+  using Five = std::integral_constant<int, 5>;
   auto by_width = [&](auto kh) {
     switch (g.kernel[2]) {
       case 1: return run(kh, One{});
       case 2: return run(kh, Two{});
-      default: return run(kh, Three{});
+      case 3: return run(kh, Three{});
+      case 4: return run(kh, Four{});
+      default: return run(kh, Five{});
     }
   };
   switch (g.kernel[1]) {
     case 1: return by_width(One{});
     case 2: return by_width(Two{});
-    default: return by_width(Three{});
+    case 3: return by_width(Three{});
+    case 4: return by_width(Four{});
+    default: return by_width(Five{});
   }
 }
 
@@ -177,6 +235,7 @@ template <typename F>
 bool depthwise_nchw_fits(const ConvGeometry& g) {
   return g.layout == CONVJIT_NCHW && g.ic_per_group == 1 && g.oc_per_group == 1 && g.in[0] == 1 && g.out[0] == 1 &&
          g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.kernel[1] <= kMaxExtent && g.kernel[2] <= kMaxExtent &&
+         taps_fit_registers<F>(g.kernel[1] * g.kernel[2]) && has_code(g.kernel[1], g.kernel[2]) &&
          (g.stride[2] == 1 || g.stride[2] == 2) && w_positions_fit_lanes(g) &&
          edge_vectors(g, F::kLanes) <= kMaxEdgeVectors;
 }

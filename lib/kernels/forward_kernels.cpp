@@ -24,7 +24,7 @@ bool takes_few_channels_direct_wide(const ConvGeometry& g) {
 }
 #endif
 
-constexpr const char* kDepthwiseNchwWins = "depthwise up to 3x3: the generic kernel keeps the taps in registers";
+constexpr const char* kDepthwiseNchwWins = "depthwise NCHW: the generic kernel keeps the taps in registers";
 // For the tile kernels of every backend; a backend that compiles depthwise rows runs them through
 // this kernel instead (lib/runtime/select_tier.hpp: runs_depthwise_rows).
 constexpr const char* kDepthwiseNhwcWins = "depthwise NHWC: the generic kernel has the groups in the vector lanes";
@@ -47,9 +47,9 @@ constexpr GenericForwardKernel kRows[] = {
                    avx512::depthwise_nhwc, kDepthwiseNhwcWins),
     whole_call_row("conv_fwd_f32_depthwise_nhwc__avx2", jit::Isa::Avx2Fma, avx2::depthwise_nhwc_supported,
                    avx2::depthwise_nhwc, kDepthwiseNhwcWins),
-    whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx512", jit::Isa::Avx512, avx512::depthwise_nchw_supported,
+    whole_call_row("conv_fwd_f32_depthwise_nchw__avx512", jit::Isa::Avx512, avx512::depthwise_nchw_supported,
                    avx512::depthwise_nchw, kDepthwiseNchwWins),
-    whole_call_row("conv_fwd_f32_depthwise_nchw_k3__avx2", jit::Isa::Avx2Fma, avx2::depthwise_nchw_supported,
+    whole_call_row("conv_fwd_f32_depthwise_nchw__avx2", jit::Isa::Avx2Fma, avx2::depthwise_nchw_supported,
                    avx2::depthwise_nchw, kDepthwiseNchwWins),
     tile_row("conv_fwd_f32_direct_oc8__avx512", jit::Isa::Avx512, takes_few_channels_direct_wide,
              avx512::conv_tile_direct, Packing::InPlace),
@@ -57,8 +57,7 @@ constexpr GenericForwardKernel kRows[] = {
              takes_few_channels_direct<avx2::conv_tile_direct_supported>, avx2::conv_tile_direct, Packing::InPlace),
 #endif
     // Last: takes every problem (its 6x16 tile picks AVX2 or portable code itself, lib/kernels/gemm_tile.cpp).
-    tile_row("conv_fwd_f32_packed_6x16", jit::Isa::Portable, takes_every_problem, conv_tile_generic,
-             Packing::Patches),
+    tile_row("conv_fwd_f32_packed_6x16", jit::Isa::Portable, takes_every_problem, conv_tile_generic, Packing::Patches),
 };
 
 }  // namespace

@@ -89,8 +89,9 @@ void backward_filter_on_twin(const ConvGeometry& g, int threads, const float* x,
 // stride 1 from 200, as backward filter.
 constexpr double kMinFlopsPerCopiedFloat = 200;
 constexpr double kMinStridedForwardFlopsPerCopiedFloat = 50;
-// NCHW depthwise forward without NCHW's own depthwise kernel (over 3x3, 3D, W stride over 2) ran
-// on the row and tile kernels at under half the speed of NHWC's channels-in-lanes ones (5x5: 44 vs
+// NCHW depthwise forward without NCHW's own depthwise kernel (extents other than up to 3x3, 4x4,
+// 5x5, 1x4 and 1x5; over 9 taps where only AVX2 runs; 3D; W stride over 2) ran on the row and
+// tile kernels at under half the speed of NHWC's channels-in-lanes ones (5x5: 44 vs
 // 110 GFLOP/s); from 16 flops per copied float (a 4x4 kernel) the twin wins ("Session 17").
 constexpr double kMinDepthwiseFlopsPerCopiedFloat = 16;
 
@@ -113,15 +114,17 @@ bool nhwc_runs_as_nchw(const ConvGeometry& g) {
 #endif
 }
 
-bool nchw_runs_as_nhwc(const ConvGeometry& g) {
+bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa) {
 #if defined(__x86_64__)
   const int64_t copied = copied_floats(g);
   if (g.layout != CONVJIT_NCHW || copied > kMaxCopiedFloats) return false;
   // Depthwise: where NCHW has no depthwise kernel of its own, NHWC's (the groups in the lanes).
   // Its chains are NCHW's (one input channel: the taps in weight order), so the bits are too.
   if (g.ic_per_group == 1 && g.oc_per_group == 1) {
-    return !avx512::depthwise_nchw_supported(g) && !avx2::depthwise_nchw_supported(g) &&
-           g.taps <= kDepthwiseNhwcMaxTaps && g.flops() >= kMinDepthwiseFlopsPerCopiedFloat * double(copied);
+    const bool nchw_kernel_takes = (max_isa >= jit::Isa::Avx512 && avx512::depthwise_nchw_supported(g)) ||
+                                   (max_isa >= jit::Isa::Avx2Fma && avx2::depthwise_nchw_supported(g));
+    return !nchw_kernel_takes && g.taps <= kDepthwiseNhwcMaxTaps &&
+           g.flops() >= kMinDepthwiseFlopsPerCopiedFloat * double(copied);
   }
   // NCHW row kernels put output pixels along W in the lanes. Not where the twin would run as NCHW
   // again (few output channels).
@@ -142,12 +145,13 @@ bool nchw_runs_as_nhwc(const ConvGeometry& g) {
   return g.kernel[2] > 1 && g.flops() >= kMinStridedForwardFlopsPerCopiedFloat * double(copied);
 #else
   (void)g;
+  (void)max_isa;
   return false;
 #endif
 }
 
-bool forward_runs_as_twin(const ConvGeometry& g) {
-  return nhwc_runs_as_nchw(g) || nchw_runs_as_nhwc(g);
+bool forward_runs_as_twin(const ConvGeometry& g, jit::Isa max_isa) {
+  return nhwc_runs_as_nchw(g) || nchw_runs_as_nhwc(g, max_isa);
 }
 
 ConvGeometry forward_twin(const convjit_conv_params& params) {

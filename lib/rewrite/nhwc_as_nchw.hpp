@@ -4,25 +4,27 @@
 // 1-8 channels per pixel, NHWC kernels that vector over channels compute mostly zeros
 // (bench/RESULTS.md, "Why the tier rules ..."). NCHW at W stride > 1 with more output channels
 // runs as NHWC where its flops pay for the copies: NCHW kernels would gather every s-th input
-// along W into their lanes; so does NCHW depthwise that NCHW's own depthwise kernel does not take
-// (over 3x3, 3D): NHWC's has the groups in the lanes (bench/RESULTS.md, "Session 17"); and so
-// does NCHW at W stride 1 whose short rows would make a flattened grid over a fifth junk
-// ("Session 25"). One pass
-// over x and one over y cost less. The runtime counts and reports the configuration as called, and compiles (and names)
-// the twin's kernel for it; the numbers (the twin's chain order: NCHW's (ic, kd, kh, kw), NHWC's (kd, kh, kw, ic)) are
-// the same on every tier.
+// along W into their lanes; so does NCHW depthwise that NCHW's own depthwise kernel at the
+// runtime's ISA cap does not take (extents it has no code for, taps that do not fit its registers,
+// 3D, W stride over 2): NHWC's has the groups in the lanes (bench/RESULTS.md, "Session 17"); and
+// so does NCHW at W stride 1 whose short rows would make a flattened grid over a fifth junk
+// ("Session 25"). One pass over x and one over y cost less. The runtime counts and reports the configuration as called,
+// and compiles (and names) the twin's kernel for it; the numbers (the twin's chain order: NCHW's (ic, kd, kh, kw),
+// NHWC's (kd, kh, kw, ic)) are the same on every tier.
 #pragma once
 
 #include "convjit/convjit.h"
 #include "filter_rows_abi.h"
 #include "geometry.hpp"
+#include "isa.hpp"
 #include "pool_row_abi.h"
 
 namespace convjit::detail {
 
 bool nhwc_runs_as_nchw(const ConvGeometry& g);
-bool nchw_runs_as_nhwc(const ConvGeometry& g);
-bool forward_runs_as_twin(const ConvGeometry& g);  // either of them
+// max_isa: the runtime's cap (the kernels NCHW has at it decide some rules).
+bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa);
+bool forward_runs_as_twin(const ConvGeometry& g, jit::Isa max_isa);  // either of them
 // The twin of a valid problem in the other layout: what runs when forward_runs_as_twin.
 ConvGeometry forward_twin(const convjit_conv_params& params);
 // The NCHW twin of a valid NHWC problem.

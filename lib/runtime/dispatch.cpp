@@ -117,7 +117,7 @@ void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeomet
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
-  const bool as_twin = detail::forward_runs_as_twin(g);
+  const bool as_twin = detail::forward_runs_as_twin(g, isa_cap_);
   const detail::ConvGeometry runs = as_twin ? detail::forward_twin(params) : g;
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, runs, params.rank, relu, &reading);
@@ -139,7 +139,7 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   // every phase with its key (a phase whose rows take another ISA runs on tier 0).
   detail::ConvGeometry first;
   detail::make_conv_geometry(phases.phase[0].forward, &first);  // checked by the rule
-  const bool as_twin = detail::forward_runs_as_twin(first);
+  const bool as_twin = detail::forward_runs_as_twin(first, isa_cap_);
   auto runs_of = [&](const detail::BackwardDataPhase& phase, const detail::ConvGeometry& pg) {
     return as_twin ? detail::forward_twin(phase.forward) : pg;
   };
@@ -207,7 +207,7 @@ const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint
                                                           std::optional<detail::GracePeriods::Reader>* reading) {
   const jit::CompiledKernel* kernel = compiled(
       slot, id, calls, [&] { return spec_key(g, rank, relu); },
-      [&](const jit::SpecKey& key) { return detail::jit_declined_because(g, *backend_, key); }, reading);
+      [&](const jit::SpecKey& key) { return detail::jit_declined_because(g, isa_cap_, *backend_, key); }, reading);
   return kernel ? &kernel->kernel : nullptr;
 }
 

@@ -59,9 +59,9 @@ void Runtime::Impl::start_warm() {
     std::string declined;
     detail::ConvGeometry g;
     detail::PoolGeometry runs;
-    if (detail::compiled_forward_problem(c, &g)) {
+    if (detail::compiled_forward_problem(c, isa_cap_, &g)) {
       key = spec_key(g, c.conv.rank, c.activation == CONVJIT_ACT_RELU);
-      declined = detail::jit_declined_because(g, *backend_, key);
+      declined = detail::jit_declined_because(g, isa_cap_, *backend_, key);
     } else if (detail::pool_rows_geometry(c, &runs) && backend_->compiles(c.op)) {
       key = pool_spec_key(runs, c.op, c.pool.rank);
       detail::PoolOp op;

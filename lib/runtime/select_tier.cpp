@@ -34,7 +34,7 @@ bool runs_depthwise_rows(const ConvGeometry& g) {
   return depthwise_nhwc_fits(g);
 }
 
-bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
+bool compiled_forward_problem(const Configuration& c, jit::Isa max_isa, ConvGeometry* g) {
   if (c.op != CONVJIT_OP_CONV_FORWARD && c.op != CONVJIT_OP_CONV_BACKWARD_DATA) return false;
   if (!make_conv_geometry(c.conv, g).ok()) return false;
   convjit_conv_params forward = c.conv;
@@ -49,7 +49,7 @@ bool compiled_forward_problem(const Configuration& c, ConvGeometry* g) {
     as_forward = as_forward || backward_data_as_forward(*g, c.conv, &forward);
     if (!as_forward || !make_conv_geometry(forward, g).ok()) return false;
   }
-  if (forward_runs_as_twin(*g)) *g = forward_twin(forward);
+  if (forward_runs_as_twin(*g, max_isa)) *g = forward_twin(forward);
   return true;
 }
 
@@ -106,9 +106,10 @@ std::string filter_rows_problem(const ConvGeometry& g, const convjit_conv_params
   return {};
 }
 
-std::string jit_declined_because(const ConvGeometry& g, const jit::Backend& backend, const jit::SpecKey& key) {
+std::string jit_declined_because(const ConvGeometry& g, jit::Isa max_isa, const jit::Backend& backend,
+                                 const jit::SpecKey& key) {
   if (key.depthwise_groups) return backend.rows_decline_reason(key);
-  if (const char* why = generic_forward_kernel(g).jit_loses_because) return why;
+  if (const char* why = generic_forward_kernel(g, RowKind::Any, max_isa).jit_loses_because) return why;
   return backend.decline_reason(g, key);
 }
 

@@ -31,7 +31,7 @@ bool runs_depthwise_rows(const ConvGeometry& g);
 // first of its phases: they share its kernel), NHWC
 // problems with few channels as their NCHW twin. dispatch.cpp applies the same rules, in this order. False when no
 // compiled kernel can run c (its op has none, or it is invalid).
-bool compiled_forward_problem(const Configuration& c, ConvGeometry* g);
+bool compiled_forward_problem(const Configuration& c, jit::Isa max_isa, ConvGeometry* g);
 
 // The pooling op of an op code that compiled rows run (max or mean, forward or backward), or false.
 bool pool_rows_op(int32_t code, PoolOp* op);
@@ -57,8 +57,9 @@ std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const ji
 std::string filter_rows_problem(const ConvGeometry& g, const convjit_conv_params& params, ConvGeometry* runs);
 
 // Why a configuration of g should not be compiled for `key` (the reason its stats show as
-// "declined"), or empty: tier 0's kernel for g beats every compiled one, or the backend expects
-// to lose (jit::Backend::decline_reason).
-std::string jit_declined_because(const ConvGeometry& g, const jit::Backend& backend, const jit::SpecKey& key);
+// "declined"), or empty: tier 0's kernel for g (at the runtime's cap, max_isa) beats every compiled one, or the backend
+// expects to lose (jit::Backend::decline_reason).
+std::string jit_declined_because(const ConvGeometry& g, jit::Isa max_isa, const jit::Backend& backend,
+                                 const jit::SpecKey& key);
 
 }  // namespace convjit::detail

@@ -60,9 +60,9 @@ std::vector<Entry> mixed_configurations() {
       // E: NCHW 3x3 stride 2 with relu.
       {'E', conv(2, C, 1, 3, 8, 1, {15, 40, 1}, k3, s2, p1), true, Relu},
       {'E', conv(2, C, 2, 2, 4, 1, {11, 38, 1}, k3, s2, p1), false, Relu},
-      // F: NCHW depthwise 5x5 (one output channel per group: its own channel class; up to 3x3 the
-      // generic tier's depthwise kernel wins and the runtime declines).
-      {'F', conv(2, C, 1, 6, 6, 6, {12, 36, 1}, k5, s1, p2), false, Id},
+      // F: NCHW depthwise 7x7 (one output channel per group: its own channel class; its NHWC twin's
+      // depthwise kernel is compiled; smaller kernels may be the generic tier's NCHW one's, declined).
+      {'F', conv(2, C, 1, 6, 6, 6, {12, 36, 1}, k7, s1, {3, 3, 0}), false, Id},
       // G: NCHW 3x3 in convolution mode (flipped).
       {'G', conv(2, C, 1, 4, 8, 1, {10, 24, 1}, k3, s1, p1, d1, Mode::Convolution), false, Id},
       // H, I: 1D kernel 5, each layout.

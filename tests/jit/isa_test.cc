@@ -116,6 +116,32 @@ TEST(Isa, NarrowNchwRowsKeepAvx2Kernels) {
   EXPECT_EQ(kernel_of(nhwc), "conv2d_fwd_f32_k3x3_s1_nhwc_oc32up__avx512");
 }
 
+// The runtime declines a configuration where tier 0's kernel at its cap beats a compiled one: an
+// NCHW depthwise 5x5 (too few flops per copied float for the NHWC twin) has tier 0's own NCHW
+// depthwise kernel with AVX-512 (25 taps in registers) and not with AVX2 (9), whose runtime
+// compiles it instead of declining for a kernel the cap does not let it run.
+TEST(Isa, DeclinesWeighTier0AtTheCap) {
+  if (kernel_isa(Isa::Auto) != "avx512") GTEST_SKIP() << "this host lacks AVX-512 (F, BW, DQ, VL)";
+  const ConvDims d = conv(2, Layout::NCHW, 1, 24, 24, 24, {40, 40, 1}, {5, 5, 1}, {2, 2, 1}, {2, 2, 0});
+  for (const Isa cap : {Isa::Auto, Isa::Avx2}) {
+    Policy policy = capped_policy(cap);
+    policy.decline_slower = true;
+    Runtime runtime(policy);
+    CONVJIT_SKIP_WITHOUT_BACKEND(runtime);
+    const Problem p(d, 0x15A3);
+    EXPECT_TRUE(p.matches_reference(p.run(runtime), "y"));
+    const std::optional<ConfigStats> c = find_config(runtime.stats(), d);
+    ASSERT_TRUE(c.has_value());
+    if (cap == Isa::Auto) {
+      EXPECT_EQ(c->state, "declined") << c->kernel;
+      EXPECT_NE(c->failure.find("depthwise NCHW"), std::string::npos) << c->failure;
+    } else {
+      EXPECT_EQ(c->state, "jit") << c->failure;
+      EXPECT_TRUE(ends_with(c->kernel, "__avx2")) << c->kernel;
+    }
+  }
+}
+
 // CONVJIT_MAX_ISA sets the cap; a value it does not know is ignored (the default: no cap).
 TEST(Isa, TheCapComesFromTheEnvironment) {
   const char* before = std::getenv("CONVJIT_MAX_ISA");

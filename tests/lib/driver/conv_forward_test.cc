@@ -72,9 +72,10 @@ TEST(ConvForward, MatchesReferenceOnWideChannelShapes) {
 // Without an oracle: NHWC/OHWI on transposed data is the transposed NCHW/OIHW result, and
 // convolution is cross-correlation with every kernel dim reversed.
 // Depthwise with one channel per group has tier-0 paths of its own: NHWC vectorizes across
-// groups (blocks of 8, 16 and 32 channels), NCHW keeps kernels up to 3x3 in registers. Channel
-// counts around those blocks, long rows, every rank and mode, both layouts; kernels past 3 take
-// the general tile (covered too).
+// groups (blocks of 8, 16 and 32 channels), NCHW keeps kernels in registers (up to 3x3, 1x4 and 1x5;
+// with AVX-512 also 4x4 and 5x5).
+// Channel counts around those blocks, long rows, every rank and mode, both layouts; larger
+// kernels take the NHWC twin or the general tile (covered too).
 TEST(ConvForward, MatchesReferenceOnDepthwiseShapes) {
   for (int i = 0; i < 300; ++i) {
     Rng rng(case_seed(kSeed + 6, i));

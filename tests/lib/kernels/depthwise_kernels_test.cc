@@ -1,7 +1,8 @@
 // lib/kernels/conv_depthwise_backward_{data,filter}: tier 0's NHWC depthwise gradient kernels, per
 // ISA the host has, called directly on random depthwise problems (ranks 1-3, channel counts around
 // the vector sizes, strides, dilations, padding, both modes): the oracle's values, the same bits
-// on every ISA and for 1 and 3 threads.
+// on every ISA and for 1 and 3 threads. lib/kernels/conv_depthwise_nchw: tier 0's NCHW depthwise
+// forward likewise, and bitwise the NHWC depthwise kernel's results on the transposed problem.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "conv_depthwise_backward_data.hpp"
 #include "conv_depthwise_backward_filter.hpp"
+#include "conv_depthwise_nchw.hpp"
 #include "conv_depthwise_nhwc.hpp"
 #include "geometry.hpp"
 #include "isa.hpp"
@@ -17,6 +19,7 @@
 #include "support/compare.hpp"
 #include "support/random.hpp"
 #include "support/random_shapes.hpp"
+#include "support/transforms.hpp"
 
 namespace convjit::testing {
 namespace {
@@ -82,6 +85,137 @@ TEST(DepthwiseGradientKernels, OracleValuesAndTheSameBitsOnEveryIsaAndThreadCoun
   }
   if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no depthwise gradient kernel to test";
   EXPECT_GE(ran, 60) << "too few problems ran (invalid ones are skipped)";
+}
+
+struct NchwDepthwiseIsa {
+  const char* name;
+  jit::Isa isa;
+  bool (*supported)(const detail::ConvGeometry&);
+  void (*forward)(const detail::ConvGeometry&, int, const float*, const float*, const float*, bool, float*,
+                  convjit_depthwise_row_fn);
+  void (*nhwc_forward)(const detail::ConvGeometry&, int, const float*, const float*, const float*, bool, float*,
+                       convjit_depthwise_row_fn);
+};
+
+const NchwDepthwiseIsa kNchwIsas[] = {
+    {"avx2", jit::Isa::Avx2Fma, detail::avx2::depthwise_nchw_supported, detail::avx2::depthwise_nchw,
+     detail::avx2::depthwise_nhwc},
+    {"avx512", jit::Isa::Avx512, detail::avx512::depthwise_nchw_supported, detail::avx512::depthwise_nchw,
+     detail::avx512::depthwise_nhwc},
+};
+
+// Kernels of the extents with code (up to 3x3, 4x4, 5x5, 1x4, 1x5; AVX2 holds up to 9 taps,
+// AVX-512 up to 25, in groups of 4 or 6 rows), W stride 1 and 2, dilations, asymmetric padding,
+// planes tall enough for several groups.
+TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadCount) {
+  Rng rng(0xD3A2);
+  int ran_avx2 = 0, ran_avx512 = 0;
+  int padded_top = 0, padded_bottom = 0, padded_flipped = 0;  // problems with groups over padded input rows
+  for (int i = 0; i < 120; ++i) {
+    ConvDims d;
+    d.rank = i % 5 == 0 ? 1 : 2;
+    d.layout = Layout::NCHW;
+    d.mode = i % 2 ? Mode::Convolution : Mode::CrossCorrelation;
+    d.batch = rng.uniform_int(1, 2);
+    d.groups = d.in_channels = d.out_channels = rng.uniform_int(1, 7);
+    const int64_t wide = rng.uniform_int(4, 5);
+    switch (d.rank == 1 ? 0 : rng.uniform_int(1, 3)) {
+      case 0: d.kernel = {rng.uniform_int(1, 5), 1, 1}; break;  // 1D: W
+      case 1: d.kernel = {rng.uniform_int(1, 3), rng.uniform_int(1, 3), 1}; break;
+      case 2: d.kernel = {wide, wide, 1}; break;
+      default: d.kernel = {1, wide, 1};
+    }
+    for (int k = 0; k < d.rank; ++k) {
+      d.stride[k] = k == d.rank - 1 ? rng.uniform_int(1, 2) : rng.chance(0.5) ? 1 : rng.uniform_int(2, 3);
+      d.dilation[k] = rng.chance(0.7) ? 1 : 2;
+      const int64_t extent = (d.kernel[k] - 1) * d.dilation[k] + 1;
+      d.pad_begin[k] = rng.uniform_int(0, extent - 1);
+      d.pad_end[k] = rng.uniform_int(0, extent - 1);
+      d.in_size[k] = rng.uniform_int(std::max<int64_t>(extent, 8), 45);
+    }
+    const bool relu = rng.chance(0.5), with_bias = rng.chance(0.5);
+    detail::ConvGeometry g, nhwc;
+    ConvDims last = d;
+    last.layout = Layout::NHWC;
+    if (!detail::make_conv_geometry(d.to_c(), &g).ok() || !detail::make_conv_geometry(last.to_c(), &nhwc).ok())
+      continue;
+    const std::string context = describe(d);
+    const std::vector<float> x = random_floats(rng, ref::conv_input_elements(d));
+    const std::vector<float> w = random_floats(rng, ref::conv_weight_elements(d));
+    const std::vector<float> bias = random_floats(rng, d.out_channels);
+    const float* b = with_bias ? bias.data() : nullptr;
+    const Activation activation = relu ? Activation::Relu : Activation::Identity;
+    const std::vector<double> want = ref::conv_forward(d, x.data(), w.data(), b, activation);
+    const int64_t in_pixels = ref::conv_input_elements(d) / (d.batch * d.in_channels);
+    const int64_t out_pixels = ref::conv_output_elements(d) / (d.batch * d.out_channels);
+    const std::vector<float> x_nhwc = channels_first_to_last(x, d.batch, d.in_channels, in_pixels);
+    bool ran = false;
+    for (const NchwDepthwiseIsa& k : kNchwIsas) {
+      if (!jit::host_has(k.isa) || !k.supported(g)) continue;
+      // Depthwise weights are [channel][tap] in both layouts.
+      std::vector<float> y_nhwc = nan_buffer(int64_t(want.size()));
+      k.nhwc_forward(nhwc, 1, x_nhwc.data(), w.data(), b, relu, y_nhwc.data(), nullptr);
+      const std::vector<float> y_twin = channels_last_to_first(y_nhwc, d.batch, d.out_channels, out_pixels);
+      for (int threads : {1, 3}) {
+        SCOPED_TRACE(std::string(k.name) + ", " + std::to_string(threads) + " threads, " + context);
+        std::vector<float> y = nan_buffer(int64_t(want.size()));
+        k.forward(g, threads, x.data(), w.data(), b, relu, y.data(), nullptr);
+        EXPECT_TRUE(all_close("y", y.data(), want, conv_output_shape(d), g.taps, context));
+        EXPECT_TRUE(bitwise_equal("y vs the NHWC kernel", y, y_twin, conv_output_shape(d), context));
+      }
+      (k.isa == jit::Isa::Avx512 ? ran_avx512 : ran_avx2) += 1;
+      ran = true;
+    }
+    // Row groups share their input rows (H stride and dilation 1, at least 5 output rows); those
+    // at the top or bottom of the plane skip padded ones; flipped, they walk them in reverse.
+    const bool shared = d.rank == 2 && d.stride[0] == 1 && d.dilation[0] == 1 &&
+                        d.in_size[0] + d.pad_begin[0] + d.pad_end[0] - d.kernel[0] >= 4;
+    if (ran && shared) {
+      padded_top += d.pad_begin[0] > 0;
+      padded_bottom += d.pad_end[0] > 0;
+      padded_flipped += d.mode == Mode::Convolution && d.pad_begin[0] + d.pad_end[0] > 0;
+    }
+  }
+  if (ran_avx2 + ran_avx512 == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise kernel";
+  EXPECT_GE(ran_avx2, 60) << "too few problems ran on AVX2's kernel";
+  if (jit::host_has(jit::Isa::Avx512)) {
+    EXPECT_GE(ran_avx512, 90) << "too few problems ran on AVX-512's kernel";
+  }
+  EXPECT_GE(padded_top, 8) << "too few problems grouped rows over padded input rows on top";
+  EXPECT_GE(padded_bottom, 8) << "too few problems grouped rows over padded input rows at the bottom";
+  EXPECT_GE(padded_flipped, 6) << "too few flipped problems grouped rows over padded input rows";
+}
+
+// What each ISA's kernel takes: the extents with code, the taps within its registers.
+TEST(DepthwiseNchwForward, EachIsaTakesTheKernelsWhoseTapsFitItsRegisters) {
+  auto geometry = [](int64_t kh, int64_t kw) {
+    ConvDims d;
+    d.rank = 2;
+    d.layout = Layout::NCHW;
+    d.groups = d.in_channels = d.out_channels = 4;
+    d.in_size = {20, 20, 1};
+    d.kernel = {kh, kw, 1};
+    detail::ConvGeometry g;
+    EXPECT_TRUE(detail::make_conv_geometry(d.to_c(), &g).ok());
+    return g;
+  };
+  struct Expect {
+    int64_t kh, kw;
+    bool avx2, avx512;
+  };
+  for (const Expect& e :
+       {Expect{3, 3, true, true}, Expect{2, 3, true, true}, Expect{1, 4, true, true}, Expect{1, 5, true, true},
+        Expect{4, 4, false, true}, Expect{5, 5, false, true}, Expect{2, 4, false, false}, Expect{5, 3, false, false},
+        Expect{4, 1, false, false}, Expect{1, 7, false, false}, Expect{6, 6, false, false}}) {
+    const detail::ConvGeometry g = geometry(e.kh, e.kw);
+    const std::string kernel = std::to_string(e.kh) + "x" + std::to_string(e.kw);
+    if (jit::host_has(jit::Isa::Avx2Fma)) {
+      EXPECT_EQ(detail::avx2::depthwise_nchw_supported(g), e.avx2) << kernel;
+    }
+    if (jit::host_has(jit::Isa::Avx512)) {
+      EXPECT_EQ(detail::avx512::depthwise_nchw_supported(g), e.avx512) << kernel;
+    }
+  }
 }
 
 }  // namespace

@@ -257,12 +257,14 @@ TEST(Runtime, NhwcWithFewChannelsRunsAsNchwOnEveryTier) {
 // NHWC twins where their flops pay for the copies: the stats show the NCHW configuration with the
 // twin's kernel, it reaches the JIT tier, and every tier gives the same bits. A 1x1 kernel (each
 // input read once), layers of few flops per copied float, a flattened grid of 15% junk, long rows
-// and a 3x3 depthwise layer (NCHW's own kernel) stay NCHW.
+// and a 3x3 depthwise layer (NCHW's own kernel) stay NCHW; a 5x5 depthwise layer too where the
+// runtime runs AVX-512 (its kernel holds 25 taps in registers there, 9 with AVX2).
 TEST(Runtime, NchwRunsAsItsNhwcTwinOnEveryTierWhereItPaysForTheCopies) {
   struct Case {
     ConvDims dims;
     bool as_nhwc;
   };
+  const bool avx512 = Runtime(eager_policy()).stats().isa == "avx512";
   ConvDims strided = conv(2, Layout::NCHW, 2, 32, 32, 1, {31, 29, 1}, {5, 3, 1}, {2, 2, 1}, {2, 1, 0});
   strided.pad_end = {1, 2, 0};  // asymmetric
   ConvDims grouped = conv(1, Layout::NCHW, 3, 48, 64, 2, {301, 1, 1}, {7, 1, 1}, {3, 1, 1}, {3, 0, 0});
@@ -284,8 +286,9 @@ TEST(Runtime, NchwRunsAsItsNhwcTwinOnEveryTierWhereItPaysForTheCopies) {
       {conv(2, Layout::NCHW, 1, 64, 96, 1, {28, 28, 1}, {1, 1, 1}, {2, 2, 1}), false},  // 1x1
       {conv(2, Layout::NCHW, 1, 3, 32, 1, {65, 65, 1}, {3, 3, 1}, {2, 2, 1}), false},   // 3 channels: 39 flops a float
       {conv(2, Layout::NCHW, 1, 16, 4, 1, {40, 40, 1}, {3, 3, 1}, {2, 2, 1}), false},   // 4 output channels
-      {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}), true},   // depthwise 5x5
-      {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), false},  // depthwise 3x3
+      {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {7, 7, 1}, {1, 1, 1}, {3, 3, 0}), true},     // depthwise 7x7
+      {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}), !avx512},  // depthwise 5x5
+      {conv(2, Layout::NCHW, 2, 40, 40, 40, {21, 21, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), false},    // depthwise 3x3
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(describe(k.dims));
