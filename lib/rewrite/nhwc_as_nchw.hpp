@@ -8,9 +8,9 @@
 // runtime's ISA cap does not take (extents it has no code for, taps that do not fit its registers,
 // 3D, W stride over 2): NHWC's has the groups in the lanes (bench/RESULTS.md, "Session 17"); and
 // so does NCHW at W stride 1 whose short rows would make a flattened grid over a fifth junk
-// ("Session 25"). One pass over x and one over y cost less. The runtime counts and reports the configuration as called,
-// and compiles (and names) the twin's kernel for it; the numbers (the twin's chain order: NCHW's (ic, kd, kh, kw),
-// NHWC's (kd, kh, kw, ic)) are the same on every tier.
+// ("Session 25"). One pass over x and one over y cost less. The runtime counts and reports the
+// configuration as called, and compiles (and names) the twin's kernel for it; the numbers (the
+// twin's chain order: NCHW's (ic, kd, kh, kw), NHWC's (kd, kh, kw, ic)) are the same on every tier.
 #pragma once
 
 #include "convjit/convjit.h"
