@@ -42,45 +42,49 @@ constexpr bool has_code(int64_t kh, int64_t kw) {
   return (kh <= 3 && kw <= 3) || kh == kw || kh == 1;
 }
 
+// A channel's input rows, padding included: rows outside the plane read kZeroRow, so every output
+// row takes all its taps in one code path (their products are zero, which the numbers contract
+// allows: README, "Numbers"). Skipping them instead took a per-row tap range, and the set-up of
+// each short row cost more than its taps (bench/RESULTS.md, session 29). Planes whose rows are
+// longer than kZeroRow and that read padding rows go to other kernels.
+alignas(64) const float kZeroRow[4096] = {};
+
+struct PlaneRows {
+  const float* plane;
+  int64_t height, pitch;
+  const float* operator()(int64_t ih) const { return ih >= 0 && ih < height ? plane + ih * pitch : kZeroRow; }
+};
+
+inline bool reads_padding_rows(const ConvGeometry& g) {
+  return g.pad_begin[1] > 0 || (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] >= g.in[1];
+}
+
 // Output rows [oh, oh + Rows) of one channel, each vector of Rows rows in flight at once (a chain
-// per row: one 9-tap chain alone waits on the FMA latency). Unless the rows share their input rows
-// (below): taps kh in [kh_begin, kh_end), the same for every row of the group (the others read
-// padding: zero products, skipped). PaddedRows: the rows share their input rows and some of them
-// are padding (the test costs the groups inside the plane up to 10% on 5x5 kernels: they go
-// without it).
-template <typename F, int KH, int KW, int Stride, int Rows, bool PaddedRows = false, typename Finish>
-inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x_plane,
-                      const typename F::Vec (&weight)[KH][KW], int64_t oh, int64_t kh_begin, int64_t kh_end,
-                      Finish&& finish, float* y_plane) {
+// per row: one 9-tap chain alone waits on the FMA latency). RowStep 0: each row reads its own input
+// rows. RowStep 1 or 2, H's stride with dilation 1: the rows share input rows, input row j of the
+// group (oh * RowStep - pad + j) being tap row j - RowStep * r of output row r, and each input
+// vector is loaded once for all of them (at stride 2, 9 input rows for the 12 tap rows of 4 output
+// rows). Each output still meets its taps in weight order: rows by ascending kh, each row's kw in
+// order. Flipped, output row r meets input row j at tap KH - 1 - (j - RowStep * r), and taps in
+// weight order mean descending j: the same loop over the input rows and the output rows both taken
+// last first (j' = kSharedRows - 1 - j, r' = Rows - 1 - r meet at tap j' - RowStep * r').
+template <typename F, int KH, int KW, int Stride, int Rows, int RowStep, typename Finish>
+inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const PlaneRows& input,
+                      const typename F::Vec (&weight)[KH][KW], int64_t oh, Finish&& finish, float* y_plane) {
   const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
-  const float* rows[Rows][KH] = {};
-  for (int r = 0; r < Rows; ++r) {
-    for (int64_t kh = kh_begin; kh < kh_end; ++kh)
-      rows[r][kh] = x_plane + input_coordinate(g, 1, oh + r, kh) * g.x.spatial[1];
-  }
   using Vec = typename F::Vec;
-  // Stride and dilation 1 along H: input row j of the group (oh - pad + j) is tap row j - r of
-  // output row r, so each input vector is loaded once for all of them; the rows outside
-  // [real_begin, real_end) are padding, skipped for all of them, so the group's rows need not
-  // share their real taps. Each output still meets its taps in weight order: rows by ascending kh,
-  // each row's kw in order. Flipped, output row r meets input row j at tap KH - 1 - (j - r), and
-  // taps in weight order mean descending j: the same loop over the input rows and the output rows
-  // both taken last first (j' = kSharedRows - 1 - j, r' = Rows - 1 - r meet at tap j' - r').
-  constexpr int kSharedRows = Rows + KH - 1;
-  const bool shared = Rows > 1 && g.stride[1] == 1 && g.dilation[1] == 1;
-  const bool reversed = shared && g.flip;
-  const int64_t first_row = oh - g.pad_begin[1];
-  int64_t real_begin = std::max<int64_t>(0, -first_row), real_end = g.in[1] - first_row;
-  if (reversed) {
-    const int64_t begin = real_begin;
-    real_begin = kSharedRows - real_end;
-    real_end = kSharedRows - begin;
-  }
-  // Formed for every shared row, the padding's too; read only for the real ones.
+  constexpr bool kShared = RowStep > 0;
+  constexpr int kSharedRows = RowStep * (Rows - 1) + KH;
+  const bool reversed = kShared && g.flip;
+  const float* rows[Rows][KH] = {};
   const float* input_rows[kSharedRows] = {};
-  if (shared) {
-    for (int j = 0; j < kSharedRows; ++j)
-      input_rows[j] = x_plane + (first_row + (reversed ? kSharedRows - 1 - j : j)) * g.x.spatial[1];
+  if constexpr (kShared) {
+    const int64_t first_row = oh * RowStep - g.pad_begin[1];
+    for (int j = 0; j < kSharedRows; ++j) input_rows[j] = input(first_row + (reversed ? kSharedRows - 1 - j : j));
+  } else {
+    for (int r = 0; r < Rows; ++r) {
+      for (int kh = 0; kh < KH; ++kh) rows[r][kh] = input(input_coordinate(g, 1, oh + r, kh));
+    }
   }
   // The group's vector at column ow: load(row, position) gives a tap's F::kLanes inputs. acc[r]
   // is output row r, or Rows - 1 - r where reversed.
@@ -88,24 +92,22 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
     const int64_t first_w = first_input_column(g, ow);
     Vec acc[Rows];
     for (int r = 0; r < Rows; ++r) acc[r] = F::zero();
-    if (shared) {
-#pragma GCC unroll 10  // group_rows + kMaxExtent - 1 shared input rows
+    if constexpr (kShared) {
+#pragma GCC unroll 15  // 2 * (group_rows - 1) + kMaxExtent shared input rows
       for (int j = 0; j < kSharedRows; ++j) {
-        if constexpr (PaddedRows) {
-          if (j < real_begin || j >= real_end) continue;
-        }
 #pragma GCC unroll 5
         for (int kw = 0; kw < KW; ++kw) {
           const Vec in = load(input_rows[j] + first_w + kw * step_w, kw);
 #pragma GCC unroll 6
           for (int r = 0; r < Rows; ++r) {
-            const int kh = j - r;
+            const int kh = j - RowStep * r;
             if (kh >= 0 && kh < KH) acc[r] = F::fma(in, weight[kh][kw], acc[r]);
           }
         }
       }
-    } else if constexpr (!PaddedRows) {
-      for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+    } else {
+#pragma GCC unroll 5
+      for (int kh = 0; kh < KH; ++kh) {
 #pragma GCC unroll 5
         for (int kw = 0; kw < KW; ++kw) {
 #pragma GCC unroll 6
@@ -130,11 +132,9 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
   }
 }
 
-// One output plane of one channel: x_plane and y_plane at the channel's (n, od) plane. A run of
-// rows goes group_rows at a time, then 2, then 1 for the rest of the run (a group moved back to
-// recompute rows cost depthwise_s2, 13 such rows, 10%): every row where the rows share their
-// input rows (H stride and dilation 1: a group skips the padding's rows), else the rows whose
-// kernel rows all read real input, and the rows around them one at a time.
+// One output plane of one channel: x_plane and y_plane at the channel's (n, od) plane. The rows go
+// group_rows at a time, then 2, then 1 for the rest (a group moved back to recompute rows cost
+// depthwise_s2, 13 such rows, 10%), sharing their input rows where the H step allows.
 template <typename F, int KH, int KW, int Stride>
 void channel_plane(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x_plane,
                    const float* w, const float* bias, bool relu, float* y_plane) {
@@ -148,42 +148,28 @@ void channel_plane(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
     if (bias) acc = F::add(acc, bias_v);
     return relu ? F::relu(acc) : acc;
   };
-  int64_t run_begin = 0, run_end = g.out[1];     // the rows that go in groups
-  if (g.stride[1] != 1 || g.dilation[1] != 1) {  // those with every kernel row real
-    run_begin = run_end;
-    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-      int64_t kh_begin, kh_end;
-      valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], KH, g.in[1], g.flip, &kh_begin, &kh_end);
-      if (kh_begin == 0 && kh_end == KH) {
-        run_begin = std::min(run_begin, oh);
-        run_end = oh + 1;
-      }
+  const PlaneRows input{x_plane, g.in[1], g.x.spatial[1]};
+  auto all_rows = [&](auto row_step) {
+    constexpr int RowStep = decltype(row_step)::value;
+    constexpr int kRows = group_rows(KH * KW);
+    int64_t oh = 0;
+    for (; oh + kRows <= g.out[1]; oh += kRows)
+      row_group<F, KH, KW, Stride, kRows, RowStep>(g, columns, input, weight, oh, finish, y_plane);
+    if (oh + 2 <= g.out[1]) {
+      row_group<F, KH, KW, Stride, 2, RowStep>(g, columns, input, weight, oh, finish, y_plane);
+      oh += 2;
+    }
+    for (; oh < g.out[1]; ++oh) row_group<F, KH, KW, Stride, 1, 0>(g, columns, input, weight, oh, finish, y_plane);
+  };
+  // Rows share input rows at H stride 1, and at 2 where W's is 2 too (the shapes of strided
+  // depthwise layers; code for each pair of strides would be more instantiations).
+  if constexpr (KH > 1) {
+    if (g.dilation[1] == 1 && g.stride[1] == 1) return all_rows(std::integral_constant<int, 1>{});
+    if constexpr (Stride == 2) {
+      if (g.dilation[1] == 1 && g.stride[1] == 2) return all_rows(std::integral_constant<int, 2>{});
     }
   }
-  auto one_row = [&](int64_t oh) {  // with its own real taps
-    int64_t kh_begin, kh_end;
-    valid_taps(oh, g.stride[1], g.pad_begin[1], g.dilation[1], KH, g.in[1], g.flip, &kh_begin, &kh_end);
-    row_group<F, KH, KW, Stride, 1>(g, columns, x_plane, weight, oh, kh_begin, kh_end, finish, y_plane);
-  };
-  auto group = [&](int64_t oh, auto rows) {  // with shared input rows, some may be padding
-    constexpr int Rows = decltype(rows)::value;
-    const int64_t first_row = oh - g.pad_begin[1];
-    const bool padded =
-        (g.stride[1] == 1 && g.dilation[1] == 1) && (first_row < 0 || first_row + Rows + KH - 1 > g.in[1]);
-    if (padded)
-      row_group<F, KH, KW, Stride, Rows, true>(g, columns, x_plane, weight, oh, 0, KH, finish, y_plane);
-    else
-      row_group<F, KH, KW, Stride, Rows>(g, columns, x_plane, weight, oh, 0, KH, finish, y_plane);
-  };
-  int64_t oh = 0;
-  for (; oh < run_begin; ++oh) one_row(oh);
-  constexpr int kRows = group_rows(KH * KW);
-  for (; oh + kRows <= run_end; oh += kRows) group(oh, std::integral_constant<int, kRows>{});
-  if (oh + 2 <= run_end) {
-    group(oh, std::integral_constant<int, 2>{});
-    oh += 2;
-  }
-  for (; oh < g.out[1]; ++oh) one_row(oh);
+  all_rows(std::integral_constant<int, 0>{});
 }
 
 template <typename F, int KH, int KW, int Stride>
@@ -237,7 +223,8 @@ bool depthwise_nchw_fits(const ConvGeometry& g) {
          g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.kernel[1] <= kMaxExtent && g.kernel[2] <= kMaxExtent &&
          taps_fit_registers<F>(g.kernel[1] * g.kernel[2]) && has_code(g.kernel[1], g.kernel[2]) &&
          (g.stride[2] == 1 || g.stride[2] == 2) && w_positions_fit_lanes(g) &&
-         edge_vectors(g, F::kLanes) <= kMaxEdgeVectors;
+         edge_vectors(g, F::kLanes) <= kMaxEdgeVectors &&
+         (g.in[2] <= int64_t(std::size(kZeroRow)) || !reads_padding_rows(g));
 }
 
 template <typename F>

@@ -110,7 +110,8 @@ const NchwDepthwiseIsa kNchwIsas[] = {
 TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadCount) {
   Rng rng(0xD3A2);
   int ran_avx2 = 0, ran_avx512 = 0;
-  int padded_top = 0, padded_bottom = 0, padded_flipped = 0;  // problems with groups over padded input rows
+  // Problems whose row groups share input rows over padding rows, and at H stride 2.
+  int padded_top = 0, padded_bottom = 0, padded_flipped = 0, shared_strided = 0;
   for (int i = 0; i < 120; ++i) {
     ConvDims d;
     d.rank = i % 5 == 0 ? 1 : 2;
@@ -133,6 +134,7 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
       d.pad_end[k] = rng.uniform_int(0, extent - 1);
       d.in_size[k] = rng.uniform_int(std::max<int64_t>(extent, 8), 45);
     }
+    if (d.rank == 2 && i % 4 == 3) d.stride[0] = d.stride[1];  // as strided depthwise layers
     const bool relu = rng.chance(0.5), with_bias = rng.chance(0.5);
     detail::ConvGeometry g, nhwc;
     ConvDims last = d;
@@ -166,14 +168,17 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
       (k.isa == jit::Isa::Avx512 ? ran_avx512 : ran_avx2) += 1;
       ran = true;
     }
-    // Row groups share their input rows (H stride and dilation 1, at least 5 output rows); those
-    // at the top or bottom of the plane skip padded ones; flipped, they walk them in reverse.
-    const bool shared = d.rank == 2 && d.stride[0] == 1 && d.dilation[0] == 1 &&
-                        d.in_size[0] + d.pad_begin[0] + d.pad_end[0] - d.kernel[0] >= 4;
+    // Row groups share their input rows (a kernel taller than 1, H stride 1 or both strides 2, H
+    // dilation 1, at least 2 output rows); those at the top or bottom of the plane read padding
+    // rows; flipped, they walk them in reverse.
+    const int64_t out_rows = (d.in_size[0] + d.pad_begin[0] + d.pad_end[0] - d.kernel[0]) / d.stride[0] + 1;
+    const bool shared = d.rank == 2 && d.kernel[0] > 1 && (d.stride[0] == 1 || d.stride[0] == d.stride[1]) &&
+                        d.dilation[0] == 1 && out_rows >= 2;
     if (ran && shared) {
       padded_top += d.pad_begin[0] > 0;
       padded_bottom += d.pad_end[0] > 0;
       padded_flipped += d.mode == Mode::Convolution && d.pad_begin[0] + d.pad_end[0] > 0;
+      shared_strided += d.stride[0] == 2;
     }
   }
   if (ran_avx2 + ran_avx512 == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise kernel";
@@ -184,17 +189,20 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
   EXPECT_GE(padded_top, 8) << "too few problems grouped rows over padded input rows on top";
   EXPECT_GE(padded_bottom, 8) << "too few problems grouped rows over padded input rows at the bottom";
   EXPECT_GE(padded_flipped, 6) << "too few flipped problems grouped rows over padded input rows";
+  EXPECT_GE(shared_strided, 6) << "too few problems grouped rows sharing input rows at stride 2";
 }
 
-// What each ISA's kernel takes: the extents with code, the taps within its registers.
+// What each ISA's kernel takes: the extents with code, the taps within its registers, and rows
+// longer than its row of zeros only where no padding rows are read.
 TEST(DepthwiseNchwForward, EachIsaTakesTheKernelsWhoseTapsFitItsRegisters) {
-  auto geometry = [](int64_t kh, int64_t kw) {
+  auto geometry = [](int64_t kh, int64_t kw, int64_t width = 20, int64_t pad = 0) {
     ConvDims d;
     d.rank = 2;
     d.layout = Layout::NCHW;
     d.groups = d.in_channels = d.out_channels = 4;
-    d.in_size = {20, 20, 1};
+    d.in_size = {20, width, 1};
     d.kernel = {kh, kw, 1};
+    d.pad_begin = d.pad_end = {pad, pad, 0};
     detail::ConvGeometry g;
     EXPECT_TRUE(detail::make_conv_geometry(d.to_c(), &g).ok());
     return g;
@@ -215,6 +223,14 @@ TEST(DepthwiseNchwForward, EachIsaTakesTheKernelsWhoseTapsFitItsRegisters) {
     if (jit::host_has(jit::Isa::Avx512)) {
       EXPECT_EQ(detail::avx512::depthwise_nchw_supported(g), e.avx512) << kernel;
     }
+  }
+  for (const jit::Isa isa : {jit::Isa::Avx2Fma, jit::Isa::Avx512}) {
+    if (!jit::host_has(isa)) continue;
+    const auto supported =
+        isa == jit::Isa::Avx512 ? detail::avx512::depthwise_nchw_supported : detail::avx2::depthwise_nchw_supported;
+    EXPECT_TRUE(supported(geometry(3, 3, 4096, 1))) << "rows as long as the row of zeros";
+    EXPECT_TRUE(supported(geometry(3, 3, 5000, 0))) << "long rows, no padding rows";
+    EXPECT_FALSE(supported(geometry(3, 3, 5000, 1))) << "long rows with padding rows";
   }
 }
 
