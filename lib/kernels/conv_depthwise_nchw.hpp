@@ -4,7 +4,7 @@
 // stay broadcast in registers for its whole plane, so each tap of each vector of pixels is one load
 // and one FMA (the general direct tile reloads the weight for every tap of every pixel block). Each output is the chain
 // of jit/abi/conv_tile_abi.h (taps in weight order from 0.0f, then bias, then relu); taps in the padding are masked
-// lanes or skipped rows (zero products). One kernel (conv_depthwise_nchw_impl.hpp) built for AVX2/FMA and AVX-512.
+// lanes or a row of zeros (zero products). One kernel (conv_depthwise_nchw_impl.hpp) built for AVX2/FMA and AVX-512.
 #pragma once
 
 #include "depthwise_rows_abi.h"

@@ -59,6 +59,27 @@ inline bool reads_padding_rows(const ConvGeometry& g) {
   return g.pad_begin[1] > 0 || (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] >= g.in[1];
 }
 
+// At W stride 2, unit step (neither dilated nor flipped), kernels up to 3 wide take a shared input
+// row's taps from one span of 3 vectors from tap 0's first input (lo, hi, next): the even and the
+// odd lanes of lo and hi, and the even ones moved by one lane with next's first. Tap by tap, each
+// took two loads, and the loads bounded the rows of depthwise_s2 (bench/RESULTS.md, session 29).
+template <typename F, int KW, int Stride>
+constexpr bool kSpanTaps = Stride == 2 && KW <= 3 && F::kLanes == 16;
+
+template <typename F, int KW>
+struct RowTaps {  // a row's tap vectors in weight order
+  typename F::Vec tap[KW];
+};
+
+template <typename F, int KW>
+inline __attribute__((always_inline)) RowTaps<F, KW> span_taps(typename F::Vec lo, typename F::Vec hi,
+                                                               typename F::Vec next) {
+  const typename F::Vec even = F::even_lanes(lo, hi);
+  if constexpr (KW == 1) return {{even}};
+  else if constexpr (KW == 2) return {{even, F::odd_lanes(lo, hi)}};
+  else return {{even, F::odd_lanes(lo, hi), F::template lanes_after<1>(even, next)}};
+}
+
 // Output rows [oh, oh + Rows) of one channel, each vector of Rows rows in flight at once (a chain
 // per row: one 9-tap chain alone waits on the FMA latency). RowStep 0: each row reads its own input
 // rows. RowStep 1 or 2, H's stride with dilation 1: the rows share input rows, input row j of the
@@ -86,13 +107,26 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
       for (int kh = 0; kh < KH; ++kh) rows[r][kh] = input(input_coordinate(g, 1, oh + r, kh));
     }
   }
-  // The group's vector at column ow: load(row, position) gives a tap's F::kLanes inputs. acc[r]
-  // is output row r, or Rows - 1 - r where reversed.
-  auto vector_at = [&](int64_t ow, auto&& load) {
+  // The group's vector at column ow: load(row, position) gives a tap's F::kLanes inputs, span(row)
+  // a row's taps (kSpanTaps, at RowStep 2). acc[r] is output row r, or Rows - 1 - r where reversed.
+  auto vector_at = [&](int64_t ow, auto&& load, auto&& span) {
     const int64_t first_w = first_input_column(g, ow);
     Vec acc[Rows];
     for (int r = 0; r < Rows; ++r) acc[r] = F::zero();
-    if constexpr (kShared) {
+    if constexpr (RowStep == 2 && kSpanTaps<F, KW, Stride>) {
+#pragma GCC unroll 15
+      for (int j = 0; j < kSharedRows; ++j) {
+        const RowTaps<F, KW> in = span(input_rows[j] + first_w);
+#pragma GCC unroll 3
+        for (int kw = 0; kw < KW; ++kw) {
+#pragma GCC unroll 4
+          for (int r = 0; r < Rows; ++r) {
+            const int kh = j - RowStep * r;
+            if (kh >= 0 && kh < KH) acc[r] = F::fma(in.tap[kw], weight[kh][kw], acc[r]);
+          }
+        }
+      }
+    } else if constexpr (kShared) {
 #pragma GCC unroll 15  // 2 * (group_rows - 1) + kMaxExtent shared input rows
       for (int j = 0; j < kSharedRows; ++j) {
 #pragma GCC unroll 5
@@ -121,13 +155,21 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
   float* const y_first = y_plane + (reversed ? oh + Rows - 1 : oh) * g.y.spatial[1];
   const int64_t y_step = reversed ? -g.y.spatial[1] : g.y.spatial[1];
   for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += F::kLanes) {
-    const auto acc = vector_at(ow, [](const float* at, int) { return load_real_inputs<F, Stride>(at, 0); });
+    const auto acc = vector_at(
+        ow, [](const float* at, int) { return load_real_inputs<F, Stride>(at, 0); },
+        [](const auto* at) {  // generic: instantiated only where called (kSpanTaps)
+          return span_taps<F, KW>(F::load(at), F::load(at + F::kLanes), F::broadcast(at + 2 * F::kLanes));
+        });
     for (int r = 0; r < Rows; ++r) F::store(y_first + r * y_step + ow, finish(acc[r]));
   }
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto& edge = columns.edges[e];
-    const auto acc =
-        vector_at(edge.ow, [&](const float* at, int kw) { return load_edge_inputs<F, KW, Stride>(edge, at, kw); });
+    const auto acc = vector_at(
+        edge.ow, [&](const float* at, int kw) { return load_edge_inputs<F, KW, Stride>(edge, at, kw); },
+        [&](const auto* at) {
+          return span_taps<F, KW>(F::load(at, edge.span[0]), F::load(at + F::kLanes, edge.span[1]),
+                                  F::load(at + 2 * F::kLanes, edge.span[2]));
+        });
     for (int r = 0; r < Rows; ++r) F::store(y_first + r * y_step + edge.ow, finish(acc[r]), edge.lanes);
   }
 }
@@ -162,11 +204,13 @@ void channel_plane(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
     for (; oh < g.out[1]; ++oh) row_group<F, KH, KW, Stride, 1, 0>(g, columns, input, weight, oh, finish, y_plane);
   };
   // Rows share input rows at H stride 1, and at 2 where W's is 2 too (the shapes of strided
-  // depthwise layers; code for each pair of strides would be more instantiations).
+  // depthwise layers; code for each pair of strides would be more instantiations) and, where
+  // kSpanTaps, the taps come from spans.
   if constexpr (KH > 1) {
     if (g.dilation[1] == 1 && g.stride[1] == 1) return all_rows(std::integral_constant<int, 1>{});
     if constexpr (Stride == 2) {
-      if (g.dilation[1] == 1 && g.stride[1] == 2) return all_rows(std::integral_constant<int, 2>{});
+      const bool span_ok = !kSpanTaps<F, KW, Stride> || (!g.flip && g.dilation[2] == 1);
+      if (g.dilation[1] == 1 && g.stride[1] == 2 && span_ok) return all_rows(std::integral_constant<int, 2>{});
     }
   }
   all_rows(std::integral_constant<int, 0>{});

@@ -53,6 +53,13 @@ struct Avx512Floats {
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     return _mm512_permutex2var_ps(a, odd, b);
   }
+  // Lanes K.. of v, then next's first K: v(K) ... v(15) next(0) ... next(K - 1). (Zero-masked
+  // with every lane, as transpose's.)
+  template <int K>
+  static Vec lanes_after(Vec v, Vec next) {
+    return _mm512_castsi512_ps(
+        _mm512_maskz_alignr_epi32(all_lanes(), _mm512_castps_si512(next), _mm512_castps_si512(v), K));
+  }
   // a0 b0 a1 b1 ... a7 b7, and a8 b8 ... a15 b15: the inverse of even_lanes and odd_lanes.
   static Vec zip_low(Vec a, Vec b) {
     const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);

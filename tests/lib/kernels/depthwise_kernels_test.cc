@@ -110,9 +110,10 @@ const NchwDepthwiseIsa kNchwIsas[] = {
 TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadCount) {
   Rng rng(0xD3A2);
   int ran_avx2 = 0, ran_avx512 = 0;
-  // Problems whose row groups share input rows over padding rows, and at H stride 2.
-  int padded_top = 0, padded_bottom = 0, padded_flipped = 0, shared_strided = 0;
-  for (int i = 0; i < 120; ++i) {
+  // Problems whose row groups share input rows over padding rows, and at H stride 2 (unit W step
+  // and up to 3 wide: AVX-512 takes their taps from spans).
+  int padded_top = 0, padded_bottom = 0, padded_flipped = 0, shared_strided = 0, spanned = 0;
+  for (int i = 0; i < 200; ++i) {
     ConvDims d;
     d.rank = i % 5 == 0 ? 1 : 2;
     d.layout = Layout::NCHW;
@@ -134,7 +135,10 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
       d.pad_end[k] = rng.uniform_int(0, extent - 1);
       d.in_size[k] = rng.uniform_int(std::max<int64_t>(extent, 8), 45);
     }
-    if (d.rank == 2 && i % 4 == 3) d.stride[0] = d.stride[1];  // as strided depthwise layers
+    if (d.rank == 2 && i % 4 >= 2) {  // as strided depthwise layers, both modes; rows of full vectors too
+      d.stride[0] = d.stride[1];
+      d.in_size[1] = rng.uniform_int(d.in_size[1], 80);
+    }
     const bool relu = rng.chance(0.5), with_bias = rng.chance(0.5);
     detail::ConvGeometry g, nhwc;
     ConvDims last = d;
@@ -179,6 +183,7 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
       padded_bottom += d.pad_end[0] > 0;
       padded_flipped += d.mode == Mode::Convolution && d.pad_begin[0] + d.pad_end[0] > 0;
       shared_strided += d.stride[0] == 2;
+      spanned += d.stride[0] == 2 && d.mode == Mode::CrossCorrelation && d.dilation[1] == 1 && d.kernel[1] <= 3;
     }
   }
   if (ran_avx2 + ran_avx512 == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise kernel";
@@ -190,6 +195,7 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
   EXPECT_GE(padded_bottom, 8) << "too few problems grouped rows over padded input rows at the bottom";
   EXPECT_GE(padded_flipped, 6) << "too few flipped problems grouped rows over padded input rows";
   EXPECT_GE(shared_strided, 6) << "too few problems grouped rows sharing input rows at stride 2";
+  EXPECT_GE(spanned, 4) << "too few problems took a row's taps from spans";
 }
 
 // What each ISA's kernel takes: the extents with code, the taps within its registers, and rows
