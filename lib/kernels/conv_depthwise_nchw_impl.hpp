@@ -203,15 +203,12 @@ void channel_plane(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
     }
     for (; oh < g.out[1]; ++oh) row_group<F, KH, KW, Stride, 1, 0>(g, columns, input, weight, oh, finish, y_plane);
   };
-  // Rows share input rows at H stride 1, and at 2 where W's is 2 too (the shapes of strided
-  // depthwise layers; code for each pair of strides would be more instantiations) and, where
-  // kSpanTaps, the taps come from spans.
+  // Rows share input rows where H's stride is W's (the shapes of depthwise layers; code for each
+  // pair of strides was more instantiations than the sanitized builds compile in their time) and
+  // H's dilation 1, and, where kSpanTaps, their taps come from spans.
   if constexpr (KH > 1) {
-    if (g.dilation[1] == 1 && g.stride[1] == 1) return all_rows(std::integral_constant<int, 1>{});
-    if constexpr (Stride == 2) {
-      const bool span_ok = !kSpanTaps<F, KW, Stride> || (!g.flip && g.dilation[2] == 1);
-      if (g.dilation[1] == 1 && g.stride[1] == 2 && span_ok) return all_rows(std::integral_constant<int, 2>{});
-    }
+    const bool span_ok = !kSpanTaps<F, KW, Stride> || (!g.flip && g.dilation[2] == 1);
+    if (g.stride[1] == Stride && g.dilation[1] == 1 && span_ok) return all_rows(std::integral_constant<int, Stride>{});
   }
   all_rows(std::integral_constant<int, 0>{});
 }

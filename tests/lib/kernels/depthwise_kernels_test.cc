@@ -172,11 +172,11 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
       (k.isa == jit::Isa::Avx512 ? ran_avx512 : ran_avx2) += 1;
       ran = true;
     }
-    // Row groups share their input rows (a kernel taller than 1, H stride 1 or both strides 2, H
-    // dilation 1, at least 2 output rows); those at the top or bottom of the plane read padding
-    // rows; flipped, they walk them in reverse.
+    // Row groups share their input rows (a kernel taller than 1, H stride W's, H dilation 1, at
+    // least 2 output rows); those at the top or bottom of the plane read padding rows; flipped,
+    // they walk them in reverse.
     const int64_t out_rows = (d.in_size[0] + d.pad_begin[0] + d.pad_end[0] - d.kernel[0]) / d.stride[0] + 1;
-    const bool shared = d.rank == 2 && d.kernel[0] > 1 && (d.stride[0] == 1 || d.stride[0] == d.stride[1]) &&
+    const bool shared = d.rank == 2 && d.kernel[0] > 1 && d.stride[0] == d.stride[1] &&
                         d.dilation[0] == 1 && out_rows >= 2;
     if (ran && shared) {
       padded_top += d.pad_begin[0] > 0;
