@@ -3,8 +3,8 @@
 // ISA, compiled with its flags; internal linkage (lib/README.md, "One kernel, several ISAs").
 #pragma once
 
-#include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <type_traits>
 
@@ -59,10 +59,11 @@ inline bool reads_padding_rows(const ConvGeometry& g) {
   return g.pad_begin[1] > 0 || (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] >= g.in[1];
 }
 
-// At W stride 2, unit step (neither dilated nor flipped), kernels up to 3 wide take a shared input
-// row's taps from one span of 3 vectors from tap 0's first input (lo, hi, next): the even and the
-// odd lanes of lo and hi, and the even ones moved by one lane with next's first. Tap by tap, each
-// took two loads, and the loads bounded the rows of depthwise_s2 (bench/RESULTS.md, session 29).
+// At W stride 2, kernels up to 3 wide take a shared input row's taps from one span of 3 vectors
+// from tap 0's first input (lo, hi, next): the even and the odd lanes of lo and hi, and the even
+// ones moved by one lane with next's first. Tap by tap, each took two loads, and the loads bounded
+// the rows of depthwise_s2 (bench/RESULTS.md, session 29). Only at a unit W step (neither dilated
+// nor flipped: channel_plane's span_ok), where tap kw's inputs start kw after tap 0's.
 template <typename F, int KW, int Stride>
 constexpr bool kSpanTaps = Stride == 2 && KW <= 3 && F::kLanes == 16;
 
@@ -71,13 +72,15 @@ struct RowTaps {  // a row's tap vectors in weight order
   typename F::Vec tap[KW];
 };
 
-template <typename F, int KW>
-inline __attribute__((always_inline)) RowTaps<F, KW> span_taps(typename F::Vec lo, typename F::Vec hi,
-                                                               typename F::Vec next) {
-  const typename F::Vec even = F::even_lanes(lo, hi);
+// load(q): the span's vector q (0: lo, 1: hi, 2: next), only those the kernel's width needs (next's
+// first float lies past the row where the kernel is narrower).
+template <typename F, int KW, typename Load>
+inline __attribute__((always_inline)) RowTaps<F, KW> span_taps(Load&& load) {
+  const typename F::Vec lo = load(0), hi = load(1), even = F::even_lanes(lo, hi);
   if constexpr (KW == 1) return {{even}};
   else if constexpr (KW == 2) return {{even, F::odd_lanes(lo, hi)}};
-  else return {{even, F::odd_lanes(lo, hi), F::template lanes_after<1>(even, next)}};
+  else
+    return {{even, F::odd_lanes(lo, hi), F::template lanes_after<1>(even, load(2))}};
 }
 
 // Output rows [oh, oh + Rows) of one channel, each vector of Rows rows in flight at once (a chain
@@ -114,7 +117,8 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
     Vec acc[Rows];
     for (int r = 0; r < Rows; ++r) acc[r] = F::zero();
     if constexpr (RowStep == 2 && kSpanTaps<F, KW, Stride>) {
-#pragma GCC unroll 15
+      assert(!g.flip && g.dilation[2] == 1);
+#pragma GCC unroll 9  // 2 * (group_rows - 1) + 3 shared input rows
       for (int j = 0; j < kSharedRows; ++j) {
         const RowTaps<F, KW> in = span(input_rows[j] + first_w);
 #pragma GCC unroll 3
@@ -158,7 +162,8 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
     const auto acc = vector_at(
         ow, [](const float* at, int) { return load_real_inputs<F, Stride>(at, 0); },
         [](const auto* at) {  // generic: instantiated only where called (kSpanTaps)
-          return span_taps<F, KW>(F::load(at), F::load(at + F::kLanes), F::broadcast(at + 2 * F::kLanes));
+          return span_taps<F, KW>(
+              [at](int q) { return q < 2 ? F::load(at + q * F::kLanes) : F::broadcast(at + q * F::kLanes); });
         });
     for (int r = 0; r < Rows; ++r) F::store(y_first + r * y_step + ow, finish(acc[r]));
   }
@@ -167,8 +172,7 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
     const auto acc = vector_at(
         edge.ow, [&](const float* at, int kw) { return load_edge_inputs<F, KW, Stride>(edge, at, kw); },
         [&](const auto* at) {
-          return span_taps<F, KW>(F::load(at, edge.span[0]), F::load(at + F::kLanes, edge.span[1]),
-                                  F::load(at + 2 * F::kLanes, edge.span[2]));
+          return span_taps<F, KW>([&](int q) { return F::load(at + q * F::kLanes, edge.span[q]); });
         });
     for (int r = 0; r < Rows; ++r) F::store(y_first + r * y_step + edge.ow, finish(acc[r]), edge.lanes);
   }
@@ -205,7 +209,9 @@ void channel_plane(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
   };
   // Rows share input rows where H's stride is W's (the shapes of depthwise layers; code for each
   // pair of strides was more instantiations than the sanitized builds compile in their time) and
-  // H's dilation 1, and, where kSpanTaps, their taps come from spans.
+  // H's dilation 1. Where kSpanTaps, shared rows take their taps from spans, and a flipped or
+  // W-dilated problem, which cannot, runs each row on its own rows: a shared variant without spans
+  // would be more instantiations again.
   if constexpr (KH > 1) {
     const bool span_ok = !kSpanTaps<F, KW, Stride> || (!g.flip && g.dilation[2] == 1);
     if (g.stride[1] == Stride && g.dilation[1] == 1 && span_ok) return all_rows(std::integral_constant<int, Stride>{});

@@ -53,8 +53,8 @@ struct Avx512Floats {
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     return _mm512_permutex2var_ps(a, odd, b);
   }
-  // Lanes K.. of v, then next's first K: v(K) ... v(15) next(0) ... next(K - 1). (Zero-masked
-  // with every lane, as transpose's.)
+  // Lanes K.. of v, then next's first K: v(K) ... v(15) next(0) ... next(K - 1). (Zero-masked with
+  // every lane: GCC 12's plain form passes an undefined vector and warns about it.)
   template <int K>
   static Vec lanes_after(Vec v, Vec next) {
     return _mm512_castsi512_ps(

@@ -104,14 +104,58 @@ const NchwDepthwiseIsa kNchwIsas[] = {
      detail::avx512::depthwise_nhwc},
 };
 
+// Each ISA's NCHW kernel the host has that takes d, on 1 and 3 threads: the oracle's values and the
+// bits of the NHWC kernel on the transposed problem. The ISAs that ran it, as a bit each
+// (1 << jit::Isa), 0 where none did or d is invalid.
+unsigned check_nchw_problem(Rng& rng, const ConvDims& d, bool relu, bool with_bias) {
+  detail::ConvGeometry g, nhwc;
+  ConvDims last = d;
+  last.layout = Layout::NHWC;
+  if (!detail::make_conv_geometry(d.to_c(), &g).ok() || !detail::make_conv_geometry(last.to_c(), &nhwc).ok()) return 0;
+  const std::string context = describe(d);
+  const std::vector<float> x = random_floats(rng, ref::conv_input_elements(d));
+  const std::vector<float> w = random_floats(rng, ref::conv_weight_elements(d));
+  const std::vector<float> bias = random_floats(rng, d.out_channels);
+  const float* b = with_bias ? bias.data() : nullptr;
+  const Activation activation = relu ? Activation::Relu : Activation::Identity;
+  const std::vector<double> want = ref::conv_forward(d, x.data(), w.data(), b, activation);
+  const int64_t in_pixels = ref::conv_input_elements(d) / (d.batch * d.in_channels);
+  const int64_t out_pixels = ref::conv_output_elements(d) / (d.batch * d.out_channels);
+  const std::vector<float> x_nhwc = channels_first_to_last(x, d.batch, d.in_channels, in_pixels);
+  unsigned ran = 0;
+  for (const NchwDepthwiseIsa& k : kNchwIsas) {
+    if (!jit::host_has(k.isa) || !k.supported(g)) continue;
+    // Depthwise weights are [channel][tap] in both layouts.
+    std::vector<float> y_nhwc = nan_buffer(int64_t(want.size()));
+    k.nhwc_forward(nhwc, 1, x_nhwc.data(), w.data(), b, relu, y_nhwc.data(), nullptr);
+    const std::vector<float> y_twin = channels_last_to_first(y_nhwc, d.batch, d.out_channels, out_pixels);
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(std::string(k.name) + ", " + std::to_string(threads) + " threads, " + context);
+      std::vector<float> y = nan_buffer(int64_t(want.size()));
+      k.forward(g, threads, x.data(), w.data(), b, relu, y.data(), nullptr);
+      EXPECT_TRUE(all_close("y", y.data(), want, conv_output_shape(d), g.taps, context));
+      EXPECT_TRUE(bitwise_equal("y vs the NHWC kernel", y, y_twin, conv_output_shape(d), context));
+    }
+    ran |= 1u << unsigned(k.isa);
+  }
+  return ran;
+}
+
+bool ran_on(unsigned isas, jit::Isa isa) {
+  return (isas >> unsigned(isa)) & 1u;
+}
+
 // Kernels of the extents with code (up to 3x3, 4x4, 5x5, 1x4, 1x5; AVX2 holds up to 9 taps,
 // AVX-512 up to 25, in groups of 4 or 6 rows), W stride 1 and 2, dilations, asymmetric padding,
-// planes tall enough for several groups.
+// planes tall enough for several groups; half of the 2D ones at equal strides (row groups share
+// input rows) and up to 80 wide (rows with full vectors at stride 2).
 TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadCount) {
   Rng rng(0xD3A2);
   int ran_avx2 = 0, ran_avx512 = 0;
-  // Problems whose row groups share input rows over padding rows, and at H stride 2 (unit W step
-  // and up to 3 wide: AVX-512 takes their taps from spans).
+  // Problems whose row groups share input rows (a kernel taller than 1, H stride W's, H dilation
+  // 1, at least 2 output rows, and at stride 2 on AVX-512 up to 3 wide only at a unit W step):
+  // over padding rows at the top, at the bottom, flipped at stride 1 (the rows walked in reverse),
+  // and at stride 2; and those that took spans.
   int padded_top = 0, padded_bottom = 0, padded_flipped = 0, shared_strided = 0, spanned = 0;
   for (int i = 0; i < 200; ++i) {
     ConvDims d;
@@ -135,80 +179,78 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
       d.pad_end[k] = rng.uniform_int(0, extent - 1);
       d.in_size[k] = rng.uniform_int(std::max<int64_t>(extent, 8), 45);
     }
-    if (d.rank == 2 && i % 4 >= 2) {  // as strided depthwise layers, both modes; rows of full vectors too
+    if (d.rank == 2 && i % 4 >= 2) {
       d.stride[0] = d.stride[1];
       d.in_size[1] = rng.uniform_int(d.in_size[1], 80);
     }
     const bool relu = rng.chance(0.5), with_bias = rng.chance(0.5);
-    detail::ConvGeometry g, nhwc;
-    ConvDims last = d;
-    last.layout = Layout::NHWC;
-    if (!detail::make_conv_geometry(d.to_c(), &g).ok() || !detail::make_conv_geometry(last.to_c(), &nhwc).ok())
-      continue;
-    const std::string context = describe(d);
-    const std::vector<float> x = random_floats(rng, ref::conv_input_elements(d));
-    const std::vector<float> w = random_floats(rng, ref::conv_weight_elements(d));
-    const std::vector<float> bias = random_floats(rng, d.out_channels);
-    const float* b = with_bias ? bias.data() : nullptr;
-    const Activation activation = relu ? Activation::Relu : Activation::Identity;
-    const std::vector<double> want = ref::conv_forward(d, x.data(), w.data(), b, activation);
-    const int64_t in_pixels = ref::conv_input_elements(d) / (d.batch * d.in_channels);
-    const int64_t out_pixels = ref::conv_output_elements(d) / (d.batch * d.out_channels);
-    const std::vector<float> x_nhwc = channels_first_to_last(x, d.batch, d.in_channels, in_pixels);
-    bool ran = false;
-    for (const NchwDepthwiseIsa& k : kNchwIsas) {
-      if (!jit::host_has(k.isa) || !k.supported(g)) continue;
-      // Depthwise weights are [channel][tap] in both layouts.
-      std::vector<float> y_nhwc = nan_buffer(int64_t(want.size()));
-      k.nhwc_forward(nhwc, 1, x_nhwc.data(), w.data(), b, relu, y_nhwc.data(), nullptr);
-      const std::vector<float> y_twin = channels_last_to_first(y_nhwc, d.batch, d.out_channels, out_pixels);
-      for (int threads : {1, 3}) {
-        SCOPED_TRACE(std::string(k.name) + ", " + std::to_string(threads) + " threads, " + context);
-        std::vector<float> y = nan_buffer(int64_t(want.size()));
-        k.forward(g, threads, x.data(), w.data(), b, relu, y.data(), nullptr);
-        EXPECT_TRUE(all_close("y", y.data(), want, conv_output_shape(d), g.taps, context));
-        EXPECT_TRUE(bitwise_equal("y vs the NHWC kernel", y, y_twin, conv_output_shape(d), context));
-      }
-      (k.isa == jit::Isa::Avx512 ? ran_avx512 : ran_avx2) += 1;
-      ran = true;
-    }
-    // Row groups share their input rows (a kernel taller than 1, H stride W's, H dilation 1, at
-    // least 2 output rows); those at the top or bottom of the plane read padding rows; flipped,
-    // they walk them in reverse.
+    const unsigned ran = check_nchw_problem(rng, d, relu, with_bias);
+    ran_avx2 += ran_on(ran, jit::Isa::Avx2Fma);
+    ran_avx512 += ran_on(ran, jit::Isa::Avx512);
     const int64_t out_rows = (d.in_size[0] + d.pad_begin[0] + d.pad_end[0] - d.kernel[0]) / d.stride[0] + 1;
-    const bool shared = d.rank == 2 && d.kernel[0] > 1 && d.stride[0] == d.stride[1] &&
-                        d.dilation[0] == 1 && out_rows >= 2;
-    if (ran && shared) {
+    const bool unit_w_step = d.mode == Mode::CrossCorrelation && d.dilation[1] == 1;
+    const bool spans = ran_on(ran, jit::Isa::Avx512) && d.stride[1] == 2 && d.kernel[1] <= 3;
+    const bool shared = d.rank == 2 && d.kernel[0] > 1 && d.stride[0] == d.stride[1] && d.dilation[0] == 1 &&
+                        out_rows >= 2 && (!spans || unit_w_step);
+    if (ran != 0 && shared) {
       padded_top += d.pad_begin[0] > 0;
       padded_bottom += d.pad_end[0] > 0;
-      padded_flipped += d.mode == Mode::Convolution && d.pad_begin[0] + d.pad_end[0] > 0;
+      padded_flipped += d.stride[0] == 1 && d.mode == Mode::Convolution && d.pad_begin[0] + d.pad_end[0] > 0;
       shared_strided += d.stride[0] == 2;
-      spanned += d.stride[0] == 2 && d.mode == Mode::CrossCorrelation && d.dilation[1] == 1 && d.kernel[1] <= 3;
+      spanned += spans;
     }
   }
   if (ran_avx2 + ran_avx512 == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise kernel";
   EXPECT_GE(ran_avx2, 60) << "too few problems ran on AVX2's kernel";
-  if (jit::host_has(jit::Isa::Avx512)) {
-    EXPECT_GE(ran_avx512, 90) << "too few problems ran on AVX-512's kernel";
-  }
   EXPECT_GE(padded_top, 8) << "too few problems grouped rows over padded input rows on top";
   EXPECT_GE(padded_bottom, 8) << "too few problems grouped rows over padded input rows at the bottom";
-  EXPECT_GE(padded_flipped, 6) << "too few flipped problems grouped rows over padded input rows";
+  EXPECT_GE(padded_flipped, 4) << "too few flipped problems grouped rows over padded input rows at stride 1";
   EXPECT_GE(shared_strided, 6) << "too few problems grouped rows sharing input rows at stride 2";
-  EXPECT_GE(spanned, 4) << "too few problems took a row's taps from spans";
+  if (jit::host_has(jit::Isa::Avx512)) {
+    EXPECT_GE(ran_avx512, 90) << "too few problems ran on AVX-512's kernel";
+    EXPECT_GE(spanned, 2) << "too few problems took a row's taps from spans";
+  }
+}
+
+// Fixed problems at stride 2 where the spans' edges are: rows of full vectors and edges, only
+// edges, a kernel one wide whose body's next float would be past the row, both paddings at once,
+// and rows as long as the row of zeros.
+TEST(DepthwiseNchwForward, StrideTwoSpansAndTheRowOfZeros) {
+  Rng rng(0xD3A3);
+  auto problem = [](int64_t h, int64_t w, int64_t k_h, int64_t k_w, int64_t pad_begin, int64_t pad_end) {
+    ConvDims d;
+    d.rank = 2;
+    d.layout = Layout::NCHW;
+    d.mode = Mode::CrossCorrelation;
+    d.groups = d.in_channels = d.out_channels = 3;
+    d.in_size = {h, w, 1};
+    d.kernel = {k_h, k_w, 1};
+    d.stride = {2, 2, 1};
+    d.pad_begin = {pad_begin, pad_begin, 0};
+    d.pad_end = {pad_end, pad_end, 0};
+    return d;
+  };
+  int ran = 0;
+  for (const ConvDims& d : {problem(21, 81, 3, 3, 1, 1), problem(15, 17, 3, 3, 1, 0), problem(13, 32, 3, 1, 0, 0),
+                            problem(12, 34, 2, 2, 0, 1), problem(5, 4096, 3, 3, 1, 1)}) {
+    ran += check_nchw_problem(rng, d, true, true) != 0;
+  }
+  if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise kernel";
+  EXPECT_EQ(ran, 5) << "every fixed problem is one the kernels take";
 }
 
 // What each ISA's kernel takes: the extents with code, the taps within its registers, and rows
 // longer than its row of zeros only where no padding rows are read.
 TEST(DepthwiseNchwForward, EachIsaTakesTheKernelsWhoseTapsFitItsRegisters) {
-  auto geometry = [](int64_t kh, int64_t kw, int64_t width = 20, int64_t pad = 0) {
+  auto geometry = [](int64_t kh, int64_t kw, int64_t width = 20, int64_t pad_begin = 0, int64_t pad_end = 0) {
     ConvDims d;
     d.rank = 2;
     d.layout = Layout::NCHW;
     d.groups = d.in_channels = d.out_channels = 4;
     d.in_size = {20, width, 1};
     d.kernel = {kh, kw, 1};
-    d.pad_begin = d.pad_end = {pad, pad, 0};
+    d.pad_begin = {pad_begin, pad_begin, 0};
+    d.pad_end = {pad_end, pad_end, 0};
     detail::ConvGeometry g;
     EXPECT_TRUE(detail::make_conv_geometry(d.to_c(), &g).ok());
     return g;
@@ -234,9 +276,10 @@ TEST(DepthwiseNchwForward, EachIsaTakesTheKernelsWhoseTapsFitItsRegisters) {
     if (!jit::host_has(isa)) continue;
     const auto supported =
         isa == jit::Isa::Avx512 ? detail::avx512::depthwise_nchw_supported : detail::avx2::depthwise_nchw_supported;
-    EXPECT_TRUE(supported(geometry(3, 3, 4096, 1))) << "rows as long as the row of zeros";
-    EXPECT_TRUE(supported(geometry(3, 3, 5000, 0))) << "long rows, no padding rows";
-    EXPECT_FALSE(supported(geometry(3, 3, 5000, 1))) << "long rows with padding rows";
+    EXPECT_TRUE(supported(geometry(3, 3, 4096, 1, 1))) << "rows as long as the row of zeros";
+    EXPECT_TRUE(supported(geometry(3, 3, 5000))) << "long rows, no padding rows";
+    EXPECT_FALSE(supported(geometry(3, 3, 5000, 1, 0))) << "long rows with a padding row on top";
+    EXPECT_FALSE(supported(geometry(3, 3, 5000, 0, 1))) << "long rows with a padding row at the bottom";
   }
 }
 
