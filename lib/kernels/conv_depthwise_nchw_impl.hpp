@@ -60,10 +60,11 @@ inline bool reads_padding_rows(const ConvGeometry& g) {
 }
 
 // At W stride 2, kernels up to 3 wide take a shared input row's taps from one span of 3 vectors
-// from tap 0's first input (lo, hi, next): the even and the odd lanes of lo and hi, and the even
-// ones moved by one lane with next's first. Tap by tap, each took two loads, and the loads bounded
-// the rows of depthwise_s2 (bench/RESULTS.md, session 29). Only at a unit W step (neither dilated
-// nor flipped: channel_plane's span_ok), where tap kw's inputs start kw after tap 0's.
+// from the vector's lowest input (lo, hi, next): the even and the odd lanes of lo and hi, and the
+// even ones moved by one lane with next's first. Tap by tap, each took two loads, and the loads
+// bounded the rows of depthwise_s2 (bench/RESULTS.md, session 29). Only at a unit W step (not
+// dilated), where the span's taps are the kernel's in W order: in weight order, or reversed where
+// flipped.
 template <typename F, int KW, int Stride>
 constexpr bool kSpanTaps = Stride == 2 && KW <= 3 && F::kLanes == 16;
 
@@ -72,8 +73,8 @@ struct RowTaps {  // a row's tap vectors in weight order
   typename F::Vec tap[KW];
 };
 
-// load(q): the span's vector q (0: lo, 1: hi, 2: next), only those the kernel's width needs (next's
-// first float lies past the row where the kernel is narrower).
+// A span's taps in W order. load(q): its vector q (0: lo, 1: hi, 2: next), only those the kernel's
+// width needs (next's first float lies past the row where the kernel is narrower).
 template <typename F, int KW, typename Load>
 inline __attribute__((always_inline)) RowTaps<F, KW> span_taps(Load&& load) {
   const typename F::Vec lo = load(0), hi = load(1), even = F::even_lanes(lo, hi);
@@ -92,7 +93,8 @@ inline __attribute__((always_inline)) RowTaps<F, KW> span_taps(Load&& load) {
 // order. Flipped, output row r meets input row j at tap KH - 1 - (j - RowStep * r), and taps in
 // weight order mean descending j: the same loop over the input rows and the output rows both taken
 // last first (j' = kSharedRows - 1 - j, r' = Rows - 1 - r meet at tap j' - RowStep * r').
-template <typename F, int KH, int KW, int Stride, int Rows, int RowStep, typename Finish>
+// Flipped: g.flip, where spans need it known (kSpanTaps at RowStep 2), else false.
+template <typename F, int KH, int KW, int Stride, int Rows, int RowStep, bool Flipped, typename Finish>
 inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const PlaneRows& input,
                       const typename F::Vec (&weight)[KH][KW], int64_t oh, Finish&& finish, float* y_plane) {
   const int64_t step_w = g.flip ? -g.dilation[2] : g.dilation[2];
@@ -117,16 +119,17 @@ inline void row_group(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& co
     Vec acc[Rows];
     for (int r = 0; r < Rows; ++r) acc[r] = F::zero();
     if constexpr (RowStep == 2 && kSpanTaps<F, KW, Stride>) {
-      assert(!g.flip && g.dilation[2] == 1);
+      assert(g.flip == Flipped && g.dilation[2] == 1);
+      const int64_t lowest_w = ow * Stride - g.pad_begin[2];
 #pragma GCC unroll 9  // 2 * (group_rows - 1) + 3 shared input rows
       for (int j = 0; j < kSharedRows; ++j) {
-        const RowTaps<F, KW> in = span(input_rows[j] + first_w);
+        const RowTaps<F, KW> in = span(input_rows[j] + lowest_w);
 #pragma GCC unroll 3
         for (int kw = 0; kw < KW; ++kw) {
 #pragma GCC unroll 4
           for (int r = 0; r < Rows; ++r) {
             const int kh = j - RowStep * r;
-            if (kh >= 0 && kh < KH) acc[r] = F::fma(in.tap[kw], weight[kh][kw], acc[r]);
+            if (kh >= 0 && kh < KH) acc[r] = F::fma(in.tap[Flipped ? KW - 1 - kw : kw], weight[kh][kw], acc[r]);
           }
         }
       }
@@ -195,28 +198,36 @@ void channel_plane(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
     return relu ? F::relu(acc) : acc;
   };
   const PlaneRows input{x_plane, g.in[1], g.x.spatial[1]};
-  auto all_rows = [&](auto row_step) {
+  auto all_rows = [&](auto row_step, auto flipped) {
     constexpr int RowStep = decltype(row_step)::value;
+    constexpr bool Flipped = decltype(flipped)::value;
     constexpr int kRows = group_rows(KH * KW);
     int64_t oh = 0;
     for (; oh + kRows <= g.out[1]; oh += kRows)
-      row_group<F, KH, KW, Stride, kRows, RowStep>(g, columns, input, weight, oh, finish, y_plane);
+      row_group<F, KH, KW, Stride, kRows, RowStep, Flipped>(g, columns, input, weight, oh, finish, y_plane);
     if (oh + 2 <= g.out[1]) {
-      row_group<F, KH, KW, Stride, 2, RowStep>(g, columns, input, weight, oh, finish, y_plane);
+      row_group<F, KH, KW, Stride, 2, RowStep, Flipped>(g, columns, input, weight, oh, finish, y_plane);
       oh += 2;
     }
-    for (; oh < g.out[1]; ++oh) row_group<F, KH, KW, Stride, 1, 0>(g, columns, input, weight, oh, finish, y_plane);
+    for (; oh < g.out[1]; ++oh)
+      row_group<F, KH, KW, Stride, 1, 0, false>(g, columns, input, weight, oh, finish, y_plane);
   };
   // Rows share input rows where H's stride is W's (the shapes of depthwise layers; code for each
   // pair of strides was more instantiations than the sanitized builds compile in their time) and
-  // H's dilation 1. Where kSpanTaps, shared rows take their taps from spans, and a flipped or
+  // H's dilation 1. Where kSpanTaps, shared rows take their taps from spans, flipped or not, and a
   // W-dilated problem, which cannot, runs each row on its own rows: a shared variant without spans
   // would be more instantiations again.
   if constexpr (KH > 1) {
-    const bool span_ok = !kSpanTaps<F, KW, Stride> || (!g.flip && g.dilation[2] == 1);
-    if (g.stride[1] == Stride && g.dilation[1] == 1 && span_ok) return all_rows(std::integral_constant<int, Stride>{});
+    if (g.stride[1] == Stride && g.dilation[1] == 1) {
+      constexpr std::integral_constant<int, Stride> kShareRows;
+      if constexpr (!kSpanTaps<F, KW, Stride>) {
+        return all_rows(kShareRows, std::false_type{});
+      } else if (g.dilation[2] == 1) {
+        return g.flip ? all_rows(kShareRows, std::true_type{}) : all_rows(kShareRows, std::false_type{});
+      }
+    }
   }
-  all_rows(std::integral_constant<int, 0>{});
+  all_rows(std::integral_constant<int, 0>{}, std::false_type{});
 }
 
 template <typename F, int KH, int KW, int Stride>

@@ -23,8 +23,9 @@ struct ColumnPlan {
     int64_t ow;
     typename F::Mask lanes;             // the vector's real pixels
     typename F::Mask taps[KW][Stride];  // per tap, the real inputs of its (Stride) loads
-    // At stride 2: the real inputs of 3 vectors from tap 0's first input, which hold every tap's
-    // inputs at a unit step (conv_depthwise_nchw_impl.hpp's spans); unset at stride 1.
+    // At stride 2: the real inputs of 3 vectors from the vector's lowest input, which hold every
+    // tap's inputs at a unit step, flipped or not (conv_depthwise_nchw_impl.hpp's spans); unset at
+    // stride 1.
     typename F::Mask span[3];
   };
   int64_t body_begin = 0, body_end = 0;  // columns of the body vectors
@@ -81,8 +82,8 @@ ColumnPlan<F, KW, Stride> plan_columns(const ConvGeometry& g) {
       for (int half = 0; half < Stride; ++half) edge.taps[kw][half] = lanes_inside<F>(first + kLanes * half, end);
     }
     if constexpr (Stride == 2) {
-      const int64_t span_end = std::min(g.in[2], first_w + Stride * (count - 1) + reach_w + 1);
-      for (int q = 0; q < 3; ++q) edge.span[q] = lanes_inside<F>(first_w + kLanes * q, span_end);
+      const int64_t span_end = std::min(g.in[2], lowest + Stride * (count - 1) + reach_w + 1);
+      for (int q = 0; q < 3; ++q) edge.span[q] = lanes_inside<F>(lowest + kLanes * q, span_end);
     }
   }
   return plan;

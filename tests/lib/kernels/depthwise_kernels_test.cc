@@ -155,8 +155,9 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
   // Problems whose row groups share input rows (a kernel taller than 1, H stride W's, H dilation
   // 1, at least 2 output rows, and at stride 2 on AVX-512 up to 3 wide only at a unit W step):
   // over padding rows at the top, at the bottom, flipped at stride 1 (the rows walked in reverse),
-  // and at stride 2; and those that took spans.
-  int padded_top = 0, padded_bottom = 0, padded_flipped = 0, shared_strided = 0, spanned = 0;
+  // and at stride 2; and those that took spans, in both modes.
+  int padded_top = 0, padded_bottom = 0, padded_flipped = 0, shared_strided = 0;
+  int spanned[2] = {0, 0};  // cross-correlation, convolution
   for (int i = 0; i < 200; ++i) {
     ConvDims d;
     d.rank = i % 5 == 0 ? 1 : 2;
@@ -188,7 +189,7 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
     ran_avx2 += ran_on(ran, jit::Isa::Avx2Fma);
     ran_avx512 += ran_on(ran, jit::Isa::Avx512);
     const int64_t out_rows = (d.in_size[0] + d.pad_begin[0] + d.pad_end[0] - d.kernel[0]) / d.stride[0] + 1;
-    const bool unit_w_step = d.mode == Mode::CrossCorrelation && d.dilation[1] == 1;
+    const bool unit_w_step = d.dilation[1] == 1;
     const bool spans = ran_on(ran, jit::Isa::Avx512) && d.stride[1] == 2 && d.kernel[1] <= 3;
     const bool shared = d.rank == 2 && d.kernel[0] > 1 && d.stride[0] == d.stride[1] && d.dilation[0] == 1 &&
                         out_rows >= 2 && (!spans || unit_w_step);
@@ -197,7 +198,7 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
       padded_bottom += d.pad_end[0] > 0;
       padded_flipped += d.stride[0] == 1 && d.mode == Mode::Convolution && d.pad_begin[0] + d.pad_end[0] > 0;
       shared_strided += d.stride[0] == 2;
-      spanned += spans;
+      spanned[d.mode == Mode::Convolution] += spans;
     }
   }
   if (ran_avx2 + ran_avx512 == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise kernel";
@@ -208,20 +209,22 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
   EXPECT_GE(shared_strided, 6) << "too few problems grouped rows sharing input rows at stride 2";
   if (jit::host_has(jit::Isa::Avx512)) {
     EXPECT_GE(ran_avx512, 90) << "too few problems ran on AVX-512's kernel";
-    EXPECT_GE(spanned, 2) << "too few problems took a row's taps from spans";
+    EXPECT_GE(spanned[0], 2) << "too few problems took a row's taps from spans";
+    EXPECT_GE(spanned[1], 2) << "too few flipped problems took a row's taps from spans";
   }
 }
 
-// Fixed problems at stride 2 where the spans' edges are: rows of full vectors and edges, only
-// edges, a kernel one wide whose body's next float would be past the row, both paddings at once,
-// and rows as long as the row of zeros.
+// Fixed problems at stride 2 where the spans' edges are, in both modes: rows of full vectors and
+// edges, only edges, a kernel one wide whose body's next float would be past the row, both
+// paddings at once, and rows as long as the row of zeros.
 TEST(DepthwiseNchwForward, StrideTwoSpansAndTheRowOfZeros) {
   Rng rng(0xD3A3);
-  auto problem = [](int64_t h, int64_t w, int64_t k_h, int64_t k_w, int64_t pad_begin, int64_t pad_end) {
+  auto problem = [](int64_t h, int64_t w, int64_t k_h, int64_t k_w, int64_t pad_begin, int64_t pad_end,
+                    Mode mode = Mode::CrossCorrelation) {
     ConvDims d;
     d.rank = 2;
     d.layout = Layout::NCHW;
-    d.mode = Mode::CrossCorrelation;
+    d.mode = mode;
     d.groups = d.in_channels = d.out_channels = 3;
     d.in_size = {h, w, 1};
     d.kernel = {k_h, k_w, 1};
@@ -231,12 +234,14 @@ TEST(DepthwiseNchwForward, StrideTwoSpansAndTheRowOfZeros) {
     return d;
   };
   int ran = 0;
-  for (const ConvDims& d : {problem(21, 81, 3, 3, 1, 1), problem(15, 17, 3, 3, 1, 0), problem(13, 32, 3, 1, 0, 0),
-                            problem(12, 34, 2, 2, 0, 1), problem(5, 4096, 3, 3, 1, 1)}) {
-    ran += check_nchw_problem(rng, d, true, true) != 0;
-  }
+  const Mode flip = Mode::Convolution;
+  const ConvDims problems[] = {problem(21, 81, 3, 3, 1, 1),       problem(15, 17, 3, 3, 1, 0),
+                               problem(13, 32, 3, 1, 0, 0),       problem(12, 34, 2, 2, 0, 1),
+                               problem(5, 4096, 3, 3, 1, 1),      problem(21, 81, 3, 3, 1, 1, flip),
+                               problem(15, 17, 3, 3, 0, 1, flip), problem(12, 34, 2, 3, 1, 0, flip)};
+  for (const ConvDims& d : problems) ran += check_nchw_problem(rng, d, true, true) != 0;
   if (ran == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise kernel";
-  EXPECT_EQ(ran, 5) << "every fixed problem is one the kernels take";
+  EXPECT_EQ(ran, int(std::size(problems))) << "every fixed problem is one the kernels take";
 }
 
 // What each ISA's kernel takes: the extents with code, the taps within its registers, and rows
