@@ -69,7 +69,7 @@ template <typename F, int KW, int Stride>
 constexpr bool kSpanTaps = Stride == 2 && KW <= 3 && F::kLanes == 16;
 
 template <typename F, int KW>
-struct RowTaps {  // a row's tap vectors in weight order
+struct RowTaps {  // a row's tap vectors (span_taps: in W order)
   typename F::Vec tap[KW];
 };
 
