@@ -244,7 +244,8 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
                           .whole_rows = p.flat,
                           .row_segments = specialized && specialized->row_kernel,
                           .packs_weights = p.packed,
-                          .banded = p.flat || (p.packed && specialized->row_kernel && reads_padding_along_w(g)),
+                          // A row kernel's tile copies its input into a band where W's windows read padding.
+                          .banded = p.flat || (p.packed && specialized->row_kernel && g.windows_read_padding(2)),
                           .channels_first = packs_more_weights || short_flat_tiles});
   // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
   // band's (the padded row), whichever is longer. Made only for them (a copy of the problem).

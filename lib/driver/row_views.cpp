@@ -67,17 +67,13 @@ bool reads_padding(const ConvGeometry& g, const int64_t origin[3], const int64_t
   return false;
 }
 
-bool reads_padding_along_w(const ConvGeometry& g) {
-  return leaves_input(g, 2, -g.pad_begin[2], (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
-}
-
 InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile, bool flat) {
   InputBand band;
   float* scratch = tile.scratch;
   const int64_t capacity = tile.scratch_floats / 2;
   int64_t origin[3], extent[3];
   tile_rows_input(g, tile, origin, extent);
-  const bool wanted = flat ? reads_padding(g, origin, extent) : reads_padding_along_w(g);
+  const bool wanted = flat ? reads_padding(g, origin, extent) : g.windows_read_padding(2);
   // Sized in double: a padded row at W stride 1 may be near int64's limit.
   const double wanted_floats = double(g.ic_per_group) * double(extent[0]) * double(extent[1]) * double(extent[2]);
   if (!wanted || wanted_floats + 15 > double(capacity)) return band;

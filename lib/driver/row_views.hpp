@@ -13,9 +13,6 @@ namespace convjit::detail {
 
 // Whether the input box [origin, origin + extent) in (D, H, W) coordinates reads padding.
 bool reads_padding(const ConvGeometry& g, const int64_t origin[3], const int64_t extent[3]);
-// Whether the output rows' windows reach into the W padding: a row kernel's tile then copies its
-// input into a band (make_band; a flattened tile wherever it reads padding).
-bool reads_padding_along_w(const ConvGeometry& g);
 
 // A zero-padded copy of everything a tile's rows read (the group's channels, od's tap planes, the
 // rows' tap rows, the padded width), made when the rows reach into the W padding (a flattened tile:

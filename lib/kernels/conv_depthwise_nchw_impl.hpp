@@ -55,10 +55,6 @@ struct PlaneRows {
   const float* operator()(int64_t ih) const { return ih >= 0 && ih < height ? plane + ih * pitch : kZeroRow; }
 };
 
-inline bool reads_padding_rows(const ConvGeometry& g) {
-  return g.pad_begin[1] > 0 || (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] >= g.in[1];
-}
-
 // At W stride 2, kernels up to 3 wide take a shared input row's taps from one span of 3 vectors
 // from the vector's lowest input (lo, hi, next): the even and the odd lanes of lo and hi, and the
 // even ones moved by one lane with next's first. Tap by tap, each took two loads, and the loads
@@ -282,7 +278,7 @@ bool depthwise_nchw_fits(const ConvGeometry& g) {
          taps_fit_registers<F>(g.kernel[1] * g.kernel[2]) && has_code(g.kernel[1], g.kernel[2]) &&
          (g.stride[2] == 1 || g.stride[2] == 2) && w_positions_fit_lanes(g) &&
          edge_vectors(g, F::kLanes) <= kMaxEdgeVectors &&
-         (g.in[2] <= int64_t(std::size(kZeroRow)) || !reads_padding_rows(g));
+         (g.in[2] <= int64_t(std::size(kZeroRow)) || !g.windows_read_padding(1));
 }
 
 template <typename F>

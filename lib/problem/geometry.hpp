@@ -19,6 +19,11 @@ struct ConvGeometry : convjit_conv_problem {
   int64_t tap_of(int64_t k) const { return layout == CONVJIT_NCHW ? k % taps : k / ic_per_group; }
   int64_t out_pixels() const { return out[0] * out[1] * out[2]; }
   double flops() const { return 2.0 * double(batch) * double(out_channels) * double(out_pixels()) * double(reduction); }
+  // Whether the output's windows along dim d (normalized D, H, W) reach into the padding, before
+  // the input or past it.
+  bool windows_read_padding(int d) const {
+    return pad_begin[d] > 0 || (out[d] - 1) * stride[d] + (kernel[d] - 1) * dilation[d] - pad_begin[d] >= in[d];
+  }
 };
 
 // Element strides of one activation tensor, as in convjit_conv_problem.
