@@ -188,12 +188,13 @@ TEST(DepthwiseNchwForward, OracleValuesAndTheNhwcKernelsBitsOnEveryIsaAndThreadC
     const unsigned ran = check_nchw_problem(rng, d, relu, with_bias);
     ran_avx2 += ran_on(ran, jit::Isa::Avx2Fma);
     ran_avx512 += ran_on(ran, jit::Isa::Avx512);
-    const int64_t out_rows = (d.in_size[0] + d.pad_begin[0] + d.pad_end[0] - d.kernel[0]) / d.stride[0] + 1;
+    if (ran == 0) continue;  // invalid, or no kernel took it
+    const int64_t out_rows = d.output_size()[0];
     const bool unit_w_step = d.dilation[1] == 1;
     const bool spans = ran_on(ran, jit::Isa::Avx512) && d.stride[1] == 2 && d.kernel[1] <= 3;
     const bool shared = d.rank == 2 && d.kernel[0] > 1 && d.stride[0] == d.stride[1] && d.dilation[0] == 1 &&
                         out_rows >= 2 && (!spans || unit_w_step);
-    if (ran != 0 && shared) {
+    if (shared) {
       padded_top += d.pad_begin[0] > 0;
       padded_bottom += d.pad_end[0] > 0;
       padded_flipped += d.stride[0] == 1 && d.mode == Mode::Convolution && d.pad_begin[0] + d.pad_end[0] > 0;
