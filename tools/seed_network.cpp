@@ -15,8 +15,44 @@ void he_init(std::vector<float>& v, int64_t fan_in, std::mt19937& rng) {
   for (float& x : v) x = normal(rng);
 }
 
-SEEDNET_VECTOR_CLONES void add_scaled(float g, const float* from, float* to, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) to[i] += g * from[i];
+// to[i] += scale[t * scale_step] * rows[t * row_step + i] for each of `terms` rows, t ascending:
+// the bits of one pass per row, with a block of `to` held in registers across the rows.
+constexpr int64_t kRowBlock = 64;
+
+SEEDNET_VECTOR_CLONES void add_scaled_rows(const float* scale, int64_t scale_step, const float* rows, int64_t row_step,
+                                           int64_t terms, float* to, int64_t count) {
+  int64_t i = 0;
+  for (; i + kRowBlock <= count; i += kRowBlock) {
+    float sum[kRowBlock];
+    for (int64_t l = 0; l < kRowBlock; ++l) sum[l] = to[i + l];
+    for (int64_t t = 0; t < terms; ++t) {
+      const float g = scale[t * scale_step];
+      const float* row = rows + t * row_step + i;
+      for (int64_t l = 0; l < kRowBlock; ++l) sum[l] += g * row[l];
+    }
+    for (int64_t l = 0; l < kRowBlock; ++l) to[i + l] = sum[l];
+  }
+  for (int64_t t = 0; t < terms; ++t) {
+    for (int64_t j = i; j < count; ++j) to[j] += scale[t * scale_step] * rows[t * row_step + j];
+  }
+}
+
+// The dense head's dot products: element f goes to partial sum f mod kDotChains, and the partial sums
+// are added in halves. The association is the same at any vector width, so the build for each host
+// gives the same bits, and 64 sums keep several vector FMA chains in flight.
+constexpr int kDotChains = 64;
+
+SEEDNET_VECTOR_CLONES float dot(const float* a, const float* b, int64_t count) {
+  float chain[kDotChains] = {};
+  int64_t f = 0;
+  for (; f + kDotChains <= count; f += kDotChains) {
+    for (int l = 0; l < kDotChains; ++l) chain[l] += a[f + l] * b[f + l];
+  }
+  for (int l = 0; f < count; ++f, ++l) chain[l] += a[f] * b[f];
+  for (int width = kDotChains / 2; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) chain[l] += chain[l + width];
+  }
+  return chain[0];
 }
 
 SEEDNET_VECTOR_CLONES void pass_where_positive(const float* y, float* dy, int64_t count) {
@@ -74,11 +110,7 @@ float SeedNetwork::forward(const float* x, const int32_t* labels, int64_t batch)
     const float* features = input + n * features_;
     float* p = &probabilities_[size_t(n * kClasses)];
     for (int c = 0; c < kClasses; ++c) {
-      float z = 0.0f;
-      const float* row = &dense_w[size_t(c * features_)];
-#pragma omp simd reduction(+ : z)  // a fixed association per build: deterministic
-      for (int64_t f = 0; f < features_; ++f) z += row[f] * features[f];
-      p[c] = z + dense_b[size_t(c)];
+      p[c] = dot(&dense_w[size_t(c * features_)], features, features_) + dense_b[size_t(c)];
     }
     const float top = *std::max_element(p, p + kClasses);
     float sum = 0.0f;
@@ -102,15 +134,14 @@ void SeedNetwork::backward(const float* x, bool input_gradient) {
   std::fill(dense_dw.begin(), dense_dw.end(), 0.0f);
   std::fill(dense_db.begin(), dense_db.end(), 0.0f);
   std::fill(last.dy.begin(), last.dy.end(), 0.0f);
+  for (int c = 0; c < kClasses; ++c) {
+    for (int64_t n = 0; n < batch_; ++n) dense_db[size_t(c)] += logits_grad_[size_t(n * kClasses + c)];
+    add_scaled_rows(&logits_grad_[size_t(c)], kClasses, last.y.data(), features_, batch_,
+                    &dense_dw[size_t(c * features_)], features_);
+  }
   for (int64_t n = 0; n < batch_; ++n) {
-    const float* features = last.y.data() + n * features_;
-    float* d_features = last.dy.data() + n * features_;
-    for (int c = 0; c < kClasses; ++c) {
-      const float g = logits_grad_[size_t(n * kClasses + c)];
-      dense_db[size_t(c)] += g;
-      add_scaled(g, features, &dense_dw[size_t(c * features_)], features_);
-      add_scaled(g, &dense_w[size_t(c * features_)], d_features, features_);
-    }
+    add_scaled_rows(&logits_grad_[size_t(n * kClasses)], 1, dense_w.data(), features_, kClasses,
+                    last.dy.data() + n * features_, features_);
   }
   for (int i = kLayers - 1; i >= 0; --i) {
     ConvLayer& l = layers_[i];
@@ -123,7 +154,7 @@ void SeedNetwork::backward(const float* x, bool input_gradient) {
       float sum = 0.0f;
       for (int64_t n = 0; n < batch_; ++n) {
         const float* plane = l.dy.data() + (n * l.dims.out_channels + c) * pixels;
-#pragma omp simd reduction(+ : sum)  // as in forward: vector partial sums, a fixed association per build
+#pragma omp simd reduction(+ : sum)  // vector partial sums: a fixed association per build
         for (int64_t q = 0; q < pixels; ++q) sum += plane[q];
       }
       l.db[size_t(c)] = sum;
