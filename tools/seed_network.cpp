@@ -37,26 +37,38 @@ SEEDNET_VECTOR_CLONES void add_scaled_rows(const float* scale, int64_t scale_ste
   }
 }
 
-// The dense head's dot products: element f goes to partial sum f mod kDotChains, and the partial sums
-// are added in halves. The association is the same at any vector width, so the build for each host
-// gives the same bits, and 64 sums keep several vector FMA chains in flight.
-constexpr int kDotChains = 64;
+// The sums of the dense head and the bias gradients: term f goes to partial sum f mod kChains, and
+// the partial sums are added in halves (add_chains). The association is the same at any vector
+// width, so the build for each host gives the same bits, and 64 sums keep several vector chains in
+// flight.
+constexpr int kChains = 64;
 
-SEEDNET_VECTOR_CLONES float dot(const float* a, const float* b, int64_t count) {
-  float chain[kDotChains] = {};
-  int64_t f = 0;
-  for (; f + kDotChains <= count; f += kDotChains) {
-    for (int l = 0; l < kDotChains; ++l) chain[l] += a[f + l] * b[f + l];
-  }
-  for (int l = 0; f < count; ++f, ++l) chain[l] += a[f] * b[f];
-  for (int width = kDotChains / 2; width >= 1; width /= 2) {
+inline float add_chains(float (&chain)[kChains]) {
+  for (int width = kChains / 2; width >= 1; width /= 2) {
     for (int l = 0; l < width; ++l) chain[l] += chain[l + width];
   }
   return chain[0];
 }
 
-SEEDNET_VECTOR_CLONES void pass_where_positive(const float* y, float* dy, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+SEEDNET_VECTOR_CLONES float dot(const float* a, const float* b, int64_t count) {
+  float chain[kChains] = {};
+  int64_t f = 0;
+  for (; f + kChains <= count; f += kChains) {
+    for (int l = 0; l < kChains; ++l) chain[l] += a[f + l] * b[f + l];
+  }
+  for (int l = 0; f < count; ++f, ++l) chain[l] += a[f] * b[f];
+  return add_chains(chain);
+}
+
+// Through the relu: dy passes where y was positive. Returns the sum of what passed.
+SEEDNET_VECTOR_CLONES float pass_where_positive(const float* y, float* dy, int64_t count) {
+  float chain[kChains] = {};
+  int64_t f = 0;
+  for (; f + kChains <= count; f += kChains) {
+    for (int l = 0; l < kChains; ++l) chain[l] += dy[f + l] = y[f + l] > 0.0f ? dy[f + l] : 0.0f;
+  }
+  for (int l = 0; f < count; ++f, ++l) chain[l] += dy[f] = y[f] > 0.0f ? dy[f] : 0.0f;
+  return add_chains(chain);
 }
 
 }  // namespace
@@ -145,20 +157,17 @@ void SeedNetwork::backward(const float* x, bool input_gradient) {
   }
   for (int i = kLayers - 1; i >= 0; --i) {
     ConvLayer& l = layers_[i];
-    // Through the relu: the gradient passes where the output was positive.
-    pass_where_positive(l.y.data(), l.dy.data(), l.dims.output_elements());
+    // Through the relu, plane by plane; the bias gradient sums each channel's planes in image order.
+    const int64_t pixels = l.dims.output_elements() / (batch_ * l.dims.out_channels);
+    std::fill(l.db.begin(), l.db.end(), 0.0f);
+    for (int64_t n = 0; n < batch_; ++n) {
+      for (int64_t c = 0; c < l.dims.out_channels; ++c) {
+        const int64_t plane = (n * l.dims.out_channels + c) * pixels;
+        l.db[size_t(c)] += pass_where_positive(l.y.data() + plane, l.dy.data() + plane, pixels);
+      }
+    }
     const float* input = i == 0 ? x : layers_[i - 1].y.data();
     ops_.backward_filter(i, l.dims, input, l.dy.data(), l.dw.data());
-    const int64_t pixels = l.dims.output_elements() / (batch_ * l.dims.out_channels);
-    for (int64_t c = 0; c < l.dims.out_channels; ++c) {
-      float sum = 0.0f;
-      for (int64_t n = 0; n < batch_; ++n) {
-        const float* plane = l.dy.data() + (n * l.dims.out_channels + c) * pixels;
-#pragma omp simd reduction(+ : sum)  // vector partial sums: a fixed association per build
-        for (int64_t q = 0; q < pixels; ++q) sum += plane[q];
-      }
-      l.db[size_t(c)] = sum;
-    }
     if (i == 0 && !input_gradient) break;
     float* dx = i == 0 ? dx_scratch_.data() : layers_[i - 1].dy.data();
     ops_.backward_data(i, l.dims, l.dy.data(), l.w.data(), dx);
