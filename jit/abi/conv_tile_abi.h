@@ -11,7 +11,9 @@
  * itself, or a zero-padded copy of the rows the segment reads), so it never meets padding. Rows
  * of stride 1 may come several at a time as one segment over a view whose rows are one pitch
  * apart (jit/abi/backend.hpp: flattens_rows): the kernel cannot tell, its outputs land on that grid
- * in scratch (the problem's y.channel is then the grid's) and the driver keeps the real ones.
+ * in scratch (the problem's y.channel is then the grid's) and the driver keeps the real ones. A
+ * kernel that compacts grids (compacts_grid) is given a map of the grid instead and writes the
+ * real outputs straight into y, whose rows are then dense.
  * The driver never names a backend.
  *
  * Numbers (so that every tier gives bitwise-identical results): each output is one chain of
@@ -56,6 +58,12 @@ typedef struct convjit_conv_tile {
    * in a view with these element strides: per input channel (NCHW), per input position along W,
    * and per tap step (dilation included) along H and along D. */
   int64_t view_channel, view_position, view_tap_row, view_tap_plane;
+  /* A flattened segment for a kernel that compacts grids, else both NULL: per grid pixel p (from the
+   * segment's first), grid_real[p] is 0x80 where p is a real output and 0 where it is junk, and
+   * grid_outputs[p] the offset from y of the first real output at or after p. The real outputs of
+   * the grid, in order, are consecutive in y. */
+  const uint8_t* grid_real;
+  const int32_t* grid_outputs;
 } convjit_conv_tile;
 
 typedef void (*convjit_conv_tile_fn)(const convjit_conv_problem* problem, const convjit_conv_tile* tile);
@@ -71,6 +79,7 @@ typedef struct convjit_conv_kernel {
   int64_t min_row_pixels;           /* row kernels: shorter segments go to the generic tile */
   int64_t row_lanes;                /* row kernels: output pixels per vector (the driver's flattening reads it) */
   int32_t row_kernel;               /* 1: takes one output row segment and an input view */
+  int32_t compacts_grid;            /* row kernels: 1 takes grid_real and grid_outputs (above) */
   /* Set instead of compute: NHWC depthwise rows (depthwise_rows_abi.h), which tier 0's NHWC depthwise
    * kernel calls for the outputs whose W taps are all real. */
   convjit_depthwise_row_fn depthwise_row;

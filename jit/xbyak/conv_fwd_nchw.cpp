@@ -65,6 +65,8 @@ class Generator : public CodeGenerator {
     kYChannelBytes,
     kIcCount,
     kRowsLeft,
+    kGridReal,
+    kGridOutputs,
     kLocals
   };
   Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
@@ -81,6 +83,7 @@ class Generator : public CodeGenerator {
   Xmm reg_stride_high() const { return fixed(Fixed::StrideHigh); }
   Xmm reg_stride_helper() const { return fixed(Fixed::StrideHelper); }
   const Opmask k_last_load = k1;
+  const Opmask k_real = k2, k_compacted = k3;  // a grid vector's real lanes, and as many lanes from 0
 
   void emit_prologue() {
     emit_enter(*this, kLocalBytes * kLocals);
@@ -108,7 +111,9 @@ class Generator : public CodeGenerator {
     for (auto [from, to] :
          {std::pair{offsetof(convjit_conv_tile, y), kYBlock}, std::pair{offsetof(convjit_conv_tile, bias), kBiasBlock},
           std::pair{offsetof(convjit_conv_tile, oc_count), kOcLeft},
-          std::pair{offsetof(convjit_conv_tile, pixel_count), kPixels}}) {
+          std::pair{offsetof(convjit_conv_tile, pixel_count), kPixels},
+          std::pair{offsetof(convjit_conv_tile, grid_real), kGridReal},
+          std::pair{offsetof(convjit_conv_tile, grid_outputs), kGridOutputs}}) {
       mov(rax, qword[reg_tile + from]);
       mov(local(to), rax);
     }
@@ -337,6 +342,14 @@ class Generator : public CodeGenerator {
         for (int v = 0; v < vectors; ++v) vmaxps(acc(oc, v), reg_weight(), acc(oc, v));  // keeps NaN
       }
     }
+    if (plan_.compacts_grid) {
+      Label on_grid;
+      cmp(local(kGridReal), 0);
+      je(on_grid, T_NEAR);
+      emit_compacting_store(vectors);
+      jmp(done, T_NEAR);
+      L(on_grid);
+    }
     mov(rax, reg_y);
     mov(rdx, local(kOcLeft));
     for (int oc = 0; oc < plan_.oc_block; ++oc) {
@@ -348,6 +361,42 @@ class Generator : public CodeGenerator {
       for (int v = 0; v < vectors; ++v) vmovups(ptr[rax + vector_bytes_ * v], acc(oc, v));
     }
     L(done);
+  }
+
+  // A flattened segment's outputs straight into y (conv_tile_abi.h's grid map): reg_y runs over the
+  // grid from the block's y (kYBlock), never read or written. Each vector's real lanes are
+  // compressed to its low lanes and stored at the y of its first real output.
+  void emit_compacting_store(int vectors) {
+    const Xmm compacted = reg_weight();
+    mov(rbx, reg_y);  // the block's first grid pixel
+    sub(rbx, local(kYBlock));
+    shr(rbx, kFloatBytesShift);
+    for (int v = 0; v < vectors; ++v) {
+      Label next_vector;
+      mov(rax, local(kGridReal));
+      vmovdqu8(Xmm(compacted.getIdx()), ptr[rax + rbx + lanes_ * v]);
+      vpmovb2m(k_real, Xmm(compacted.getIdx()));
+      kmovw(eax, k_real);
+      popcnt(ecx, eax);
+      mov(eax, 1);
+      shl(eax, cl);
+      dec(eax);
+      kmovw(k_compacted, eax);
+      mov(rax, local(kGridOutputs));
+      movsxd(rax, dword[rax + rbx * kFloatBytes + kFloatBytes * lanes_ * v]);
+      shl(rax, kFloatBytesShift);
+      add(rax, local(kYBlock));
+      for (int oc = 0; oc < plan_.oc_block; ++oc) {
+        if (oc > 0) {
+          cmp(local(kOcLeft), oc);
+          jle(next_vector, T_NEAR);
+          add(rax, local(kYChannelBytes));
+        }
+        vcompressps(compacted | k_real | T_z, acc(oc, v));
+        vmovups(ptr[rax] | k_compacted, compacted);
+      }
+      L(next_vector);
+    }
   }
 
   void emit_epilogue() {
@@ -397,11 +446,14 @@ NchwPlan plan_nchw(const SpecKey& key) {
   plan.rolled_rows = key.kernel[1] >= kRolledKernelRows || (avx512 && key.kernel[0] * key.kernel[1] > 3);
   plan.min_row_pixels = int64_t(plan.block_vectors.back()) * plan.isa.lanes;  // see emit_pixel_loop
   assert(plan.min_row_pixels == nchw_min_row_pixels(key.isa));
+  plan.compacts_grid = avx512 && key.stride[2] == 1;
   plan.vector_registers_used = plan.oc_block * plan.vectors + plan.vectors + (key.stride[2] == 1 ? 1 : 4);
   // A tap's block of one vector takes at most ~100 bytes with VEX, ~130 with EVEX.
   int emitted_vectors = 0;  // over the block sizes' copies of the taps
   for (int v : plan.block_vectors) emitted_vectors += v;
   plan.code_bytes = code_buffer_bytes(key, emitted_vectors, plan.isa.opmask ? 160 : 128);
+  // A compacting store per vector of each block: ~60 bytes of grid map, ~40 per channel.
+  if (plan.compacts_grid) plan.code_bytes += size_t(emitted_vectors) * (64 + 48 * size_t(plan.oc_block));
   return plan;
 }
 
@@ -411,6 +463,7 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
   kernel.row_kernel = 1;
   kernel.min_row_pixels = plan.min_row_pixels;
   kernel.row_lanes = plan.isa.lanes;
+  kernel.compacts_grid = plan.compacts_grid;
   return emit_kernel(
       key, plan, kernel, [&] { return std::make_shared<Generator>(key, plan); }, out, error);
 }

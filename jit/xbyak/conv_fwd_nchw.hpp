@@ -21,6 +21,7 @@ struct NchwPlan {
   std::vector<int> block_vectors; // the blocks the pixel loop emits, widest (= vectors) first
   bool rolled_rows = false;       // kernel rows in a run-time loop (tall kernels), else unrolled
   int64_t min_row_pixels = 0;     // the smallest block: shorter segments go to the generic tile
+  bool compacts_grid = false;     // flattened segments' real outputs straight into y (opmasks, stride 1)
   size_t code_bytes = 0;          // the code buffer: frame + an upper bound per unrolled tap block
   int vector_registers_used = 0;  // within isa.vector_registers
   std::string unsupported;        // why the key is not generated, or empty

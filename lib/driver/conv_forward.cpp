@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <climits>
 #include <cmath>
+#include <vector>
 
 #include "backend.hpp"
 #include "geometry.hpp"
@@ -101,6 +103,45 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   return t;
 }
 
+// The grid map (conv_tile_abi.h) of flattened segments of up to `rows` rows `pitch` apart with
+// `width` real outputs each, dense in y. Each thread keeps the one its last call needed: every tile
+// of a call reads the same map (a segment of fewer rows reads a prefix of it).
+struct GridMap {
+  int64_t rows = 0, pitch = 0, width = 0;
+  std::vector<uint8_t> real;
+  std::vector<int32_t> outputs;
+};
+
+const GridMap& grid_map(int64_t rows, int64_t pitch, int64_t width) {
+  thread_local GridMap map;
+  if (map.rows >= rows && map.pitch == pitch && map.width == width) return map;
+  map.rows = rows;
+  map.pitch = pitch;
+  map.width = width;
+  map.real.resize(size_t(rows * pitch));
+  map.outputs.resize(size_t(rows * pitch));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < pitch; ++c) {
+      map.real[size_t(r * pitch + c)] = c < width ? 0x80 : 0;
+      map.outputs[size_t(r * pitch + c)] = int32_t(r * width + std::min(c, width));
+    }
+  }
+  return map;
+}
+
+// Whether a flattened segment of `rows` rows `pitch` apart goes straight into y: the kernel
+// compacts grids and y's rows are dense. Then *flat takes the grid map.
+bool compact_grid(const ConvGeometry& g, const convjit_conv_kernel& specialized, int64_t rows, int64_t pitch,
+                  convjit_conv_tile* flat) {
+  if (!specialized.compacts_grid || g.y.spatial[2] != 1 || g.y.spatial[1] != g.out[2] || rows * pitch > INT32_MAX) {
+    return false;
+  }
+  const GridMap& map = grid_map(rows, pitch, g.out[2]);
+  flat->grid_real = map.real.data();
+  flat->grid_outputs = map.outputs.data();
+  return true;
+}
+
 // A tile of whole stride-1 rows through a row kernel as one segment over its flattened input
 // (jit::flattens_rows): outputs on the input's grid (the columns between rows are junk, their
 // taps real inputs of neighbouring rows) into scratch, channel block by channel block, the real
@@ -116,11 +157,20 @@ bool run_flat_rows(const ConvGeometry& g, const ConvGeometry& grid_g, const conv
   if (!flat_view(g, band, tile, &flat, &pitch)) return false;
   flat.ow = 0;
   flat.pixel_count = (rows - 1) * pitch + g.out[2];
-  const int64_t grid_floats = grid_g.y.channel;
+  if (flat.pixel_count < specialized.min_row_pixels) return false;
   flat.scratch = tile.scratch + band.floats;
   flat.scratch_floats = tile.scratch_floats - band.floats;
+  flat.w = w + first_oc * g.reduction;
+  flat.bias = bias ? bias + first_oc : nullptr;
+  flat.oc_count = end_oc - first_oc;
+  if (compact_grid(g, specialized, rows, pitch, &flat)) {
+    flat.y = y_tile + first_oc * g.y.channel;
+    specialized.compute(&g, &flat);
+    return true;
+  }
+  const int64_t grid_floats = grid_g.y.channel;
   const int64_t block = std::min(end_oc - first_oc, flat.scratch_floats / grid_floats);
-  if (block < 1 || flat.pixel_count < specialized.min_row_pixels || rows * pitch > grid_floats) return false;
+  if (block < 1 || rows * pitch > grid_floats) return false;
   float* grid = flat.scratch;
   flat.scratch += block * grid_floats;
   flat.scratch_floats -= block * grid_floats;
@@ -289,7 +339,7 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
   const int64_t end_oc = std::min(first_oc + tiling.oc_chunk, (group + 1) * g.oc_per_group);
   const int64_t first_pixel = pixel_tile * tiling.pixel_tile;
   float* scratch = thread_scratch(size_t(p.packed_floats) + kScratchFloats);
-  convjit_conv_tile tile;
+  convjit_conv_tile tile{};
   tile.x = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
   tile.od = od;
   tile.oh = first_pixel / g.out[2];

@@ -1,9 +1,9 @@
 // jit/abi/backend.hpp's flattens_rows: short stride-1 NCHW rows go to a row kernel several whole rows
 // at a time, over the band or x flattened, outputs on the padded grid in scratch and the real ones
-// copied out. Per backend, each input source the driver can flatten (a band where the rows read
-// padding, x itself where they do not) and rows it does not (mostly junk, one row per plane),
-// with dilation, 3D, the flipped mode, channel blocks that do not divide, and more threads:
-// against the oracle and bitwise against the generic tier, and the kernels must really have run.
+// copied out, or (a kernel that compacts grids: AVX-512's) the real ones written straight into y. Per backend, each
+// input source the driver can flatten (a band where the rows read padding, x itself where they do not) and rows it does
+// not (mostly junk, one row per plane), with dilation, 3D, the flipped mode, channel blocks that do not divide, and
+// more threads: against the oracle and bitwise against the generic tier, and the kernels must really have run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,14 +20,16 @@ namespace convjit::testing::jit {
 namespace {
 
 // A row kernel written from jit/abi/conv_tile_abi.h's contract alone (NCHW, scalar, one float FMA
-// chain per output in weight order): the driver's flattening checked on its own, and its calls
-// show whether rows were joined.
-std::atomic<int64_t> g_longest_segment{0};
+// chain per output in weight order; given a grid map, only the real outputs, each to its place in
+// y): the driver's flattening checked on its own, and its calls show whether rows were joined and
+// whether segments came with a map.
+std::atomic<int64_t> g_longest_segment{0}, g_mapped_segments{0};
 
 void contract_row_kernel(const convjit_conv_problem* p, const convjit_conv_tile* t) {
   int64_t seen = g_longest_segment.load();
   while (t->pixel_count > seen && !g_longest_segment.compare_exchange_weak(seen, t->pixel_count)) {
   }
+  g_mapped_segments += t->grid_real != nullptr;
   auto tap = [&](int d, int64_t k) { return p->flip ? p->kernel[d] - 1 - k : k; };
   for (int64_t j = 0; j < t->oc_count; ++j) {
     const float* w = t->w + j * p->reduction;
@@ -48,14 +50,23 @@ void contract_row_kernel(const convjit_conv_problem* p, const convjit_conv_tile*
       }
       if (t->bias) acc += t->bias[j];
       if (t->relu && 0.0f > acc) acc = 0.0f;  // vmaxps(0, acc): keeps NaN and -0
-      t->y[j * p->y.channel + px] = acc;
+      if (!t->grid_real)
+        t->y[j * p->y.channel + px] = acc;
+      else if (t->grid_real[px] == 0x80)
+        t->y[j * p->y.channel + t->grid_outputs[px]] = acc;
+      else
+        EXPECT_EQ(t->grid_real[px], 0) << "a grid map holds 0x80 or 0";
     }
   }
 }
 
-// The driver alone, with the contract kernel: short stride-1 rows are joined (a segment longer
-// than a row), the results are the oracle's and bitwise the generic tier's (same chains).
-TEST(FlatRows, DriverJoinsShortRowsAndKeepsTheNumbers) {
+// The driver alone, with the contract kernel, on grids in scratch and on grids compacted into y:
+// short stride-1 rows are joined (a segment longer than a row), the results are the oracle's and
+// bitwise the generic tier's (same chains).
+class FlatRowsDriver : public ::testing::TestWithParam<bool> {};
+
+TEST_P(FlatRowsDriver, JoinsShortRowsAndKeepsTheNumbers) {
+  const bool compacts = GetParam();
   constexpr Layout C = Layout::NCHW;
   const Extent k3 = {3, 3, 1}, s1 = {1, 1, 1};
   const std::vector<ConvDims> joined = {
@@ -70,6 +81,7 @@ TEST(FlatRows, DriverJoinsShortRowsAndKeepsTheNumbers) {
   kernel.row_kernel = 1;
   kernel.min_row_pixels = 1;
   kernel.row_lanes = 8;
+  kernel.compacts_grid = compacts;
   for (size_t i = 0; i < joined.size(); ++i) {
     const Problem p(joined[i], case_seed(0xF1A8, i), true, Activation::Relu);
     detail::ConvGeometry g;
@@ -78,12 +90,21 @@ TEST(FlatRows, DriverJoinsShortRowsAndKeepsTheNumbers) {
     ASSERT_TRUE(detail::validate_conv_forward(&params, p.x.data(), p.w.data(), CONVJIT_ACT_RELU, y.data(), &g).ok());
     ASSERT_TRUE(convjit::jit::flattens_rows(g, kernel)) << describe(p.dims);
     g_longest_segment = 0;
+    g_mapped_segments = 0;
     detail::run_conv_forward(g, detail::select_tier(g, &kernel), 2, p.x.data(), p.w.data(), p.bias.data(), true, y.data());
     EXPECT_GT(g_longest_segment.load(), g.out[2]) << "rows were not joined: " << describe(p.dims);
+    if (compacts)
+      EXPECT_GT(g_mapped_segments.load(), 0) << "no segment came with a grid map: " << describe(p.dims);
+    else
+      EXPECT_EQ(g_mapped_segments.load(), 0) << "a grid map for a kernel that does not compact: " << describe(p.dims);
     EXPECT_TRUE(p.matches_reference(y, "contract kernel")) << "case " << i;
     EXPECT_TRUE(p.same_bits(y, p.run(generic), "contract kernel vs generic")) << "case " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Grids, FlatRowsDriver, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
+  return info.param ? "CompactedIntoY" : "InScratch";
+});
 
 class FlatRows : public ::testing::TestWithParam<Backend> {};
 
