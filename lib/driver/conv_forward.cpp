@@ -7,7 +7,6 @@
 #include <cassert>
 #include <climits>
 #include <cmath>
-#include <vector>
 
 #include "backend.hpp"
 #include "geometry.hpp"
@@ -103,43 +102,33 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   return t;
 }
 
-// The grid map (conv_tile_abi.h) of flattened segments of up to `rows` rows `pitch` apart with
-// `width` real outputs each, dense in y. Each thread keeps the one its last call needed: every tile
-// of a call reads the same map (a segment of fewer rows reads a prefix of it).
+// The grid map (conv_tile_abi.h) of a call's flattened tiles, for a kernel that compacts grids into
+// y's dense rows: made once per call, for its largest tile (a tile of fewer rows reads a prefix),
+// in the calling thread's buffer, which the team's threads read. Null `real`: no map.
 struct GridMap {
-  int64_t rows = 0, pitch = 0, width = 0;
-  std::vector<uint8_t> real;
-  std::vector<int32_t> outputs;
+  const uint8_t* real = nullptr;
+  const int32_t* outputs = nullptr;
+  int64_t pitch = 0;  // floats from one grid row to the next
 };
 
-const GridMap& grid_map(int64_t rows, int64_t pitch, int64_t width) {
-  thread_local GridMap map;
-  if (map.rows >= rows && map.pitch == pitch && map.width == width) return map;
-  map.rows = rows;
-  map.pitch = pitch;
-  map.width = width;
-  map.real.resize(size_t(rows * pitch));
-  map.outputs.resize(size_t(rows * pitch));
+GridMap make_grid_map(const ConvGeometry& g, const convjit_conv_kernel& specialized, int64_t rows) {
+  // The tiles' rows are x's, or a band's padded rows where W's windows read padding.
+  const int64_t width = g.out[2],
+                pitch = g.windows_read_padding(2) ? width + (g.kernel[2] - 1) * g.dilation[2] : g.x.spatial[1];
+  if (!specialized.compacts_grid || g.y.spatial[2] != 1 || g.y.spatial[1] != width || rows * pitch > INT32_MAX) {
+    return {};
+  }
+  const int64_t pixels = rows * pitch, real_floats = (pixels + 63) / 64 * 16;  // whole 64-byte lines of bytes
+  float* buffer = thread_grid_maps(size_t(real_floats + pixels));
+  uint8_t* real = reinterpret_cast<uint8_t*>(buffer);
+  int32_t* outputs = reinterpret_cast<int32_t*>(buffer + real_floats);
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < pitch; ++c) {
-      map.real[size_t(r * pitch + c)] = c < width ? 0x80 : 0;
-      map.outputs[size_t(r * pitch + c)] = int32_t(r * width + std::min(c, width));
-    }
+    std::fill(real + r * pitch, real + r * pitch + width, uint8_t(0x80));
+    std::fill(real + r * pitch + width, real + (r + 1) * pitch, uint8_t(0));
+    for (int64_t c = 0; c < width; ++c) outputs[r * pitch + c] = int32_t(r * width + c);
+    std::fill(outputs + r * pitch + width, outputs + (r + 1) * pitch, int32_t((r + 1) * width));
   }
-  return map;
-}
-
-// Whether a flattened segment of `rows` rows `pitch` apart goes straight into y: the kernel
-// compacts grids and y's rows are dense. Then *flat takes the grid map.
-bool compact_grid(const ConvGeometry& g, const convjit_conv_kernel& specialized, int64_t rows, int64_t pitch,
-                  convjit_conv_tile* flat) {
-  if (!specialized.compacts_grid || g.y.spatial[2] != 1 || g.y.spatial[1] != g.out[2] || rows * pitch > INT32_MAX) {
-    return false;
-  }
-  const GridMap& map = grid_map(rows, pitch, g.out[2]);
-  flat->grid_real = map.real.data();
-  flat->grid_outputs = map.outputs.data();
-  return true;
+  return {real, outputs, pitch};
 }
 
 // A tile of whole stride-1 rows through a row kernel as one segment over its flattened input
@@ -148,9 +137,9 @@ bool compact_grid(const ConvGeometry& g, const convjit_conv_kernel& specialized,
 // ones copied to y. Each real output is the row kernel's chain: the generic tier's numbers. False,
 // with nothing written, when the input or the grid does not fit (the tile then goes row by row).
 // grid_g is g with y.channel = the scratch floats per channel of the largest tile's grid.
-bool run_flat_rows(const ConvGeometry& g, const ConvGeometry& grid_g, const convjit_conv_kernel& specialized,
-                   const convjit_conv_tile& tile, const InputBand& band, int64_t first_oc, int64_t end_oc,
-                   const float* w, const float* bias, float* y_tile) {
+bool run_flat_rows(const ConvGeometry& g, const ConvGeometry& grid_g, const GridMap& map,
+                   const convjit_conv_kernel& specialized, const convjit_conv_tile& tile, const InputBand& band,
+                   int64_t first_oc, int64_t end_oc, const float* w, const float* bias, float* y_tile) {
   const int64_t rows = tile.pixel_count / g.out[2];
   convjit_conv_tile flat = tile;
   int64_t pitch = 0;
@@ -163,7 +152,9 @@ bool run_flat_rows(const ConvGeometry& g, const ConvGeometry& grid_g, const conv
   flat.w = w + first_oc * g.reduction;
   flat.bias = bias ? bias + first_oc : nullptr;
   flat.oc_count = end_oc - first_oc;
-  if (compact_grid(g, specialized, rows, pitch, &flat)) {
+  if (map.real && map.pitch == pitch) {  // straight into y
+    flat.grid_real = map.real;
+    flat.grid_outputs = map.outputs;
     flat.y = y_tile + first_oc * g.y.channel;
     specialized.compute(&g, &flat);
     return true;
@@ -260,6 +251,7 @@ struct ForwardPlan {
   int64_t oc_block, packed_floats;
   ForwardTiling tiling;
   ConvGeometry grid_g;  // flat only: g with y.channel = the scratch floats of the largest tile's grid
+  GridMap grid_map;     // flat only, for a kernel that compacts grids
 };
 
 ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads) {
@@ -303,6 +295,7 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
     p.grid_g = g;
     p.grid_g.y.channel =
         p.tiling.pixel_tile / g.out[2] * std::max(g.x.spatial[1], g.out[2] + (g.kernel[2] - 1) * g.dilation[2]);
+    p.grid_map = make_grid_map(g, *specialized, p.tiling.pixel_tile / g.out[2]);
   }
   p.oc_block = p.packed                             ? specialized->oc_block
                : writes_few_streams(g, specialized) ? kFewStreamsChannels
@@ -352,7 +345,8 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
   // A row kernel's tile copies its padded input once, for all its channel blocks.
   const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile, p.flat) : InputBand{};
   float* y_tile = y + n * g.y.batch + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];  // at channel 0
-  if (p.flat && run_flat_rows(g, p.grid_g, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile)) return;
+  if (p.flat && run_flat_rows(g, p.grid_g, p.grid_map, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile))
+    return;
   if (p.rows_outer && !band.data) {
     run_rows_then_channel_blocks(g, p.generic, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile, scratch);
     return;

@@ -87,4 +87,9 @@ float* thread_rewrite_outputs(size_t floats) {
   return buffer.at_least(floats);
 }
 
+float* thread_grid_maps(size_t floats) {
+  thread_local ThreadBuffer buffer;
+  return buffer.at_least(floats);
+}
+
 }  // namespace convjit::detail

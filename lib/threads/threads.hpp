@@ -59,5 +59,8 @@ float* thread_layout_copies(size_t floats);
 // A fourth, for the output a rewritten problem computes before it is spread into the caller's
 // (lib/rewrite/backward_as_forward.hpp), while the others may hold its operands.
 float* thread_rewrite_outputs(size_t floats);
+// A fifth, for the map of a call's flattened grids (lib/driver/conv_forward.cpp), which the team's
+// threads read while the calling thread's scratch holds its own tiles.
+float* thread_grid_maps(size_t floats);
 
 }  // namespace convjit::detail
