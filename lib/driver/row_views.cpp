@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "padded_rows.hpp"
+
 namespace convjit::detail {
 namespace {
 
@@ -58,6 +60,32 @@ int64_t tap_step(int64_t taps, int64_t dilation, int64_t pitch) {
   return taps > 1 ? dilation * pitch : 0;
 }
 
+// An NCHW band of the input box [origin, origin + extent): per input channel and input plane, the
+// rows above and below x as one fill each and the real rows, their W padding included, as one
+// padded copy.
+void fill_nchw_band(const ConvGeometry& g, const float* x, const int64_t origin[3], const int64_t extent[3],
+                    const InputBand& band, float* dst) {
+  const int64_t span = extent[2];
+  const int64_t first = std::clamp<int64_t>(-origin[2], 0, span), last = std::clamp(g.in[2] - origin[2], first, span);
+  const int64_t h_begin = std::clamp<int64_t>(-origin[1], 0, extent[1]);
+  const int64_t h_end = std::clamp(g.in[1] - origin[1], h_begin, extent[1]);
+  for (int64_t ic = 0; ic < g.ic_per_group; ++ic) {
+    for (int64_t d = 0; d < extent[0]; ++d) {
+      float* plane = dst + ic * band.channel + d * band.plane;
+      const int64_t id = origin[0] + d;
+      if (id < 0 || id >= g.in[0] || h_begin == h_end) {
+        std::fill(plane, plane + band.plane, 0.0f);
+        continue;
+      }
+      std::fill(plane, plane + h_begin * band.row, 0.0f);
+      const float* rows = x + ic * g.x.channel + id * g.x.spatial[0] + (origin[1] + h_begin) * g.x.spatial[1] +
+                          (origin[2] + first) * g.x.spatial[2];
+      copy_padded_rows(rows, g.x.spatial[1], plane + h_begin * band.row, band.row, h_end - h_begin, span, first, last);
+      std::fill(plane + h_end * band.row, plane + band.plane, 0.0f);
+    }
+  }
+}
+
 }  // namespace
 
 bool reads_padding(const ConvGeometry& g, const int64_t origin[3], const int64_t extent[3]) {
@@ -83,12 +111,16 @@ InputBand make_band(const ConvGeometry& g, const convjit_conv_tile& tile, bool f
   band.row = extent[2] * band.position;
   band.plane = extent[1] * band.row;
   band.channel = nchw ? extent[0] * band.plane : 1;
-  const bool zeroed = floats <= kZeroWholeCopyFloats;
-  if (zeroed) std::fill(scratch, scratch + floats, 0.0f);
-  for (int64_t d = 0; d < extent[0]; ++d) {
-    for (int64_t h = 0; h < extent[1]; ++h) {
-      copy_padded_row(g, tile.x, origin[0] + d, origin[1] + h, origin[2], extent[2],
-                      scratch + d * band.plane + h * band.row, band.channel, zeroed);
+  if (nchw) {
+    fill_nchw_band(g, tile.x, origin, extent, band, scratch);
+  } else {
+    const bool zeroed = floats <= kZeroWholeCopyFloats;
+    if (zeroed) std::fill(scratch, scratch + floats, 0.0f);
+    for (int64_t d = 0; d < extent[0]; ++d) {
+      for (int64_t h = 0; h < extent[1]; ++h) {
+        copy_padded_row(g, tile.x, origin[0] + d, origin[1] + h, origin[2], extent[2],
+                        scratch + d * band.plane + h * band.row, band.channel, zeroed);
+      }
     }
   }
   band.data = scratch;
