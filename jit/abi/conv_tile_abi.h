@@ -12,8 +12,8 @@
  * of stride 1 may come several at a time as one segment over a view whose rows are one pitch
  * apart (jit/abi/backend.hpp: flattens_rows): the kernel cannot tell, its outputs land on that grid
  * in scratch (the problem's y.channel is then the grid's) and the driver keeps the real ones. A
- * kernel that compacts grids (compacts_grid) is given a map of the grid instead and writes the
- * real outputs straight into y, whose rows are then dense.
+ * kernel that compacts grids (compacts_grid) is given a map of the grid instead, where y's rows
+ * are dense, and writes the real outputs straight into y; without a map it writes the grid.
  * The driver never names a backend.
  *
  * Numbers (so that every tier gives bitwise-identical results): each output is one chain of
@@ -58,7 +58,7 @@ typedef struct convjit_conv_tile {
    * in a view with these element strides: per input channel (NCHW), per input position along W,
    * and per tap step (dilation included) along H and along D. */
   int64_t view_channel, view_position, view_tap_row, view_tap_plane;
-  /* A flattened segment for a kernel that compacts grids, else both NULL: per grid pixel p (from the
+  /* A flattened segment into y for a kernel that compacts grids, else both NULL: per grid pixel p (from the
    * segment's first), grid_real[p] is 0x80 where p is a real output and 0 where it is junk, and
    * grid_outputs[p] the offset from y of the first real output at or after p. The real outputs of
    * the grid, in order, are consecutive in y. */

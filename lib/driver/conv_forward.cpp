@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cassert>
-#include <climits>
 #include <cmath>
+#include <cstdint>
 
 #include "backend.hpp"
 #include "geometry.hpp"
@@ -133,10 +133,11 @@ GridMap make_grid_map(const ConvGeometry& g, const convjit_conv_kernel& speciali
 
 // A tile of whole stride-1 rows through a row kernel as one segment over its flattened input
 // (jit::flattens_rows): outputs on the input's grid (the columns between rows are junk, their
-// taps real inputs of neighbouring rows) into scratch, channel block by channel block, the real
-// ones copied to y. Each real output is the row kernel's chain: the generic tier's numbers. False,
-// with nothing written, when the input or the grid does not fit (the tile then goes row by row).
-// grid_g is g with y.channel = the scratch floats per channel of the largest tile's grid.
+// taps real inputs of neighbouring rows), the real ones straight into y where the kernel compacts
+// grids with the call's map, else into scratch, channel block by channel block, and copied to y.
+// Each real output is the row kernel's chain: the generic tier's numbers. False, with nothing
+// written, when the input or the grid does not fit (the tile then goes row by row). grid_g is g
+// with y.channel = the scratch floats per channel of the largest tile's grid.
 bool run_flat_rows(const ConvGeometry& g, const ConvGeometry& grid_g, const GridMap& map,
                    const convjit_conv_kernel& specialized, const convjit_conv_tile& tile, const InputBand& band,
                    int64_t first_oc, int64_t end_oc, const float* w, const float* bias, float* y_tile) {
@@ -289,8 +290,9 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
                           // A row kernel's tile copies its input into a band where W's windows read padding.
                           .banded = p.flat || (p.packed && specialized->row_kernel && g.windows_read_padding(2)),
                           .channels_first = packs_more_weights || short_flat_tiles});
-  // Flattened tiles' kernels write y on the input's grid in scratch: a row pitch of x's, or of the
-  // band's (the padded row), whichever is longer. Made only for them (a copy of the problem).
+  // Flattened tiles' kernels write y on the input's grid in scratch, a row pitch of x's or of the
+  // band's (the padded row), whichever is longer, or compact it into y with the map. Made only for
+  // them (a copy of the problem).
   if (p.flat) {
     p.grid_g = g;
     p.grid_g.y.channel =

@@ -15,6 +15,11 @@ namespace convjit::detail {
 void copy_padded_rows(const float* from, int64_t from_pitch, float* to, int64_t to_pitch, int64_t rows, int64_t span,
                       int64_t first, int64_t last);
 
+namespace portable {
+void copy_padded_rows(const float* from, int64_t from_pitch, float* to, int64_t to_pitch, int64_t rows, int64_t span,
+                      int64_t first, int64_t last);
+}  // namespace portable
+
 namespace avx512 {
 void copy_padded_rows(const float* from, int64_t from_pitch, float* to, int64_t to_pitch, int64_t rows, int64_t span,
                       int64_t first, int64_t last);

@@ -1,5 +1,7 @@
 #include <immintrin.h>
 
+#include <cstdint>
+
 #include "padded_rows.hpp"
 
 namespace convjit::detail::avx512 {
@@ -23,7 +25,12 @@ constexpr int64_t kPlannedVectors = 8;
 
 void copy_padded_rows(const float* from, int64_t from_pitch, float* to, int64_t to_pitch, int64_t rows, int64_t span,
                       int64_t first, int64_t last) {
-  const float* source = from - first;  // element i of a row, where real; never read elsewhere
+  // Element i of row r, where real (first <= i < last; masked loads read nothing else), formed
+  // as an address: a row's start may lie before x, and a row after the last past it.
+  const auto source = [&](int64_t r, int64_t i) {
+    return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(from) +
+                                          uintptr_t((r * from_pitch + i - first) * int64_t(sizeof(float))));
+  };
   const int64_t vectors = (span + kLanes - 1) / kLanes;
   if (vectors <= kPlannedVectors) {
     __mmask16 real[kPlannedVectors], written[kPlannedVectors];
@@ -31,16 +38,17 @@ void copy_padded_rows(const float* from, int64_t from_pitch, float* to, int64_t 
       real[v] = lanes_within(v * kLanes, first, last);
       written[v] = lanes_within(v * kLanes, 0, span);
     }
-    for (int64_t r = 0; r < rows; ++r, source += from_pitch, to += to_pitch) {
+    for (int64_t r = 0; r < rows; ++r) {
       for (int64_t v = 0; v < vectors; ++v) {
-        _mm512_mask_storeu_ps(to + v * kLanes, written[v], _mm512_maskz_loadu_ps(real[v], source + v * kLanes));
+        _mm512_mask_storeu_ps(to + r * to_pitch + v * kLanes, written[v],
+                              _mm512_maskz_loadu_ps(real[v], source(r, v * kLanes)));
       }
     }
   } else {
-    for (int64_t r = 0; r < rows; ++r, source += from_pitch, to += to_pitch) {
+    for (int64_t r = 0; r < rows; ++r) {
       for (int64_t i = 0; i < span; i += kLanes) {
-        const __m512 v = _mm512_maskz_loadu_ps(lanes_within(i, first, last), source + i);
-        _mm512_mask_storeu_ps(to + i, lanes_within(i, 0, span), v);
+        const __m512 v = _mm512_maskz_loadu_ps(lanes_within(i, first, last), source(r, i));
+        _mm512_mask_storeu_ps(to + r * to_pitch + i, lanes_within(i, 0, span), v);
       }
     }
   }

@@ -4,7 +4,8 @@
 // padded problems), strides and dilations, both layouts and modes, bias and relu. Tier 0's tile
 // rows (lib/kernels/forward_kernels.cpp) take tiles as the driver makes them; each backend's
 // compiled row kernels take row segments with their input views (lib/driver/row_views.hpp), and
-// packing ones their packed weights. y is filled with a sentinel NaN with guard zones on both
+// packing ones their packed weights, and those that compact grids flattened segments with a grid map.
+// y is filled with a sentinel NaN with guard zones on both
 // sides: the tile's outputs must match the oracle, every other float must be left as it was.
 #include <gtest/gtest.h>
 
@@ -524,6 +525,71 @@ TEST_P(CompiledTileKernels, EverySegmentMatchesTheOracleAndWritesOnlyItsOutputs)
   }
   EXPECT_GE(compiled, 40) << GetParam().name() << " compiled too few of the shapes' keys to be tested";
   EXPECT_GE(segments, 80) << GetParam().name() << ": too few rows long enough for its kernels";
+}
+
+// A compiled kernel that compacts grids (AVX-512's NCHW rows), called directly on flattened
+// segments of whole rows (the driver's band or x, flattened) with a grid map made here from the
+// ABI's definition: each real output the oracle's, nothing else written (junk columns included),
+// for row ranges at the plane's top, middle and bottom and channel counts around its blocks.
+TEST(CompactedGrids, EverySegmentWritesOnlyItsRealOutputs) {
+  std::string why_not;
+  std::unique_ptr<convjit::jit::Backend> backend = backend_named("xbyak", &why_not);
+  if (!backend) GTEST_SKIP() << "xbyak: " << why_not;
+  if (!convjit::jit::host_has(convjit::jit::Isa::Avx512)) {
+    GTEST_SKIP() << "this host lacks AVX-512 (F, BW, DQ, VL): the only kernels that compact grids";
+  }
+  constexpr Layout C = Layout::NCHW;
+  const Extent k3 = {3, 3, 1}, s1 = {1, 1, 1};
+  const std::vector<ConvDims> shapes = {
+      conv(2, C, 2, 1, 2, 1, {28, 28, 1}, k3),                                        // x itself
+      conv(2, C, 2, 3, 3, 1, {22, 20, 1}, k3, s1, {2, 2, 0}, s1, Mode::Convolution),  // a band, flipped
+      conv(2, C, 1, 2, 7, 1, {9, 13, 1}, k3, s1, {1, 1, 0}),                          // 7 channels: a block and a tail
+      conv(2, C, 1, 3, 5, 1, {12, 11, 1}, {3, 5, 1}, s1, {1, 2, 0}, {1, 2, 1}),       // dilated W: much junk
+      conv(2, C, 1, 4, 1, 1, {17, 40, 1}, {2, 3, 1}, s1, {0, 1, 0}),                  // rows of 40
+  };
+  AlignedFloats scratch = aligned_floats(int64_t(detail::kScratchFloats));
+  int64_t segments = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    TileBench bench(shapes[i], case_seed(0xC0A1, i));
+    ASSERT_TRUE(bench.valid()) << describe(shapes[i]);
+    const detail::ConvGeometry& g = bench.g();
+    convjit::jit::CompiledKernel out;
+    std::string error;
+    ASSERT_TRUE(backend->compile(convjit::jit::make_spec_key(g, shapes[i].rank, true, convjit::jit::Isa::Avx512, false),
+                                 &out, &error))
+        << error;
+    const convjit_conv_kernel& kernel = out.kernel;
+    ASSERT_TRUE(kernel.compacts_grid) << out.name;
+    const int64_t width = g.out[2], rows_n = g.out[1];
+    for (auto [first_row, rows] : {std::pair<int64_t, int64_t>{0, rows_n}, {1, 3}, {rows_n - 2, 2}}) {
+      for (int64_t oc_count : {g.oc_per_group, std::min<int64_t>(g.oc_per_group, 5), int64_t(1)}) {
+        const TileSpot s{g.batch - 1, 0, 0, first_row * width, rows * width, g.oc_per_group - oc_count, oc_count};
+        convjit_conv_tile t = bench.tile_at(s, scratch.get());
+        const detail::InputBand band = detail::make_band(g, t, true);
+        int64_t pitch = 0;
+        ASSERT_TRUE(detail::flat_view(g, band, t, &t, &pitch)) << describe(shapes[i]);
+        t.ow = 0;
+        t.pixel_count = (rows - 1) * pitch + width;
+        if (t.pixel_count < kernel.min_row_pixels) continue;
+        std::vector<uint8_t> real(size_t(t.pixel_count));
+        std::vector<int32_t> outputs(size_t(t.pixel_count));
+        for (int64_t p = 0; p < t.pixel_count; ++p) {
+          const int64_t row = p / pitch, column = p % pitch;
+          real[size_t(p)] = column < width ? 0x80 : 0;
+          outputs[size_t(p)] = int32_t(row * width + std::min(column, width));
+        }
+        t.grid_real = real.data();
+        t.grid_outputs = outputs.data();
+        t.scratch += band.floats;
+        t.scratch_floats -= band.floats;
+        kernel.compute(&g, &t);
+        ASSERT_TRUE(bench.check_and_reset(s, out.name))
+            << "case " << i << ", rows " << first_row << "+" << rows << ", " << oc_count << " channels";
+        ++segments;
+      }
+    }
+  }
+  EXPECT_GE(segments, 30) << "too few flattened segments long enough for the kernels";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledTileKernels,
