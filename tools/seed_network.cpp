@@ -37,13 +37,19 @@ SEEDNET_VECTOR_CLONES void add_scaled_rows(const float* scale, int64_t scale_ste
   }
 }
 
-// The sums of the dense head and the bias gradients: term f goes to partial sum f mod kChains, and
-// the partial sums are added in halves (add_chains). The association is the same at any vector
-// width, so the build for each host gives the same bits, and 64 sums keep several vector chains in
-// flight.
+// The sums of the dense head and the bias gradients: term(f) goes to partial sum f mod kChains,
+// and the partial sums are added in halves. The association is the same at any vector width, so
+// the build for each host gives the same bits, and 64 sums keep several vector chains in flight.
 constexpr int kChains = 64;
 
-inline float add_chains(float (&chain)[kChains]) {
+template <typename Term>
+inline __attribute__((always_inline)) float sum_in_chains(int64_t count, Term&& term) {
+  float chain[kChains] = {};
+  int64_t f = 0;
+  for (; f + kChains <= count; f += kChains) {
+    for (int l = 0; l < kChains; ++l) chain[l] += term(f + l);
+  }
+  for (int l = 0; f < count; ++f, ++l) chain[l] += term(f);
   for (int width = kChains / 2; width >= 1; width /= 2) {
     for (int l = 0; l < width; ++l) chain[l] += chain[l + width];
   }
@@ -51,24 +57,14 @@ inline float add_chains(float (&chain)[kChains]) {
 }
 
 SEEDNET_VECTOR_CLONES float dot(const float* a, const float* b, int64_t count) {
-  float chain[kChains] = {};
-  int64_t f = 0;
-  for (; f + kChains <= count; f += kChains) {
-    for (int l = 0; l < kChains; ++l) chain[l] += a[f + l] * b[f + l];
-  }
-  for (int l = 0; f < count; ++f, ++l) chain[l] += a[f] * b[f];
-  return add_chains(chain);
+  return sum_in_chains(
+      count, [&](int64_t f) __attribute__((always_inline)) { return a[f] * b[f]; });
 }
 
 // Through the relu: dy passes where y was positive. Returns the sum of what passed.
 SEEDNET_VECTOR_CLONES float pass_where_positive(const float* y, float* dy, int64_t count) {
-  float chain[kChains] = {};
-  int64_t f = 0;
-  for (; f + kChains <= count; f += kChains) {
-    for (int l = 0; l < kChains; ++l) chain[l] += dy[f + l] = y[f + l] > 0.0f ? dy[f + l] : 0.0f;
-  }
-  for (int l = 0; f < count; ++f, ++l) chain[l] += dy[f] = y[f] > 0.0f ? dy[f] : 0.0f;
-  return add_chains(chain);
+  return sum_in_chains(
+      count, [&](int64_t f) __attribute__((always_inline)) { return dy[f] = y[f] > 0.0f ? dy[f] : 0.0f; });
 }
 
 }  // namespace
