@@ -1,27 +1,17 @@
-#include <immintrin.h>
-
 #include <cstdint>
 
 #include "padded_rows.hpp"
+#include "simd_avx512.hpp"
 
 namespace convjit::detail::avx512 {
 namespace {
 
-constexpr int64_t kLanes = 16;
-
-// Lanes l of the vector at i with lo <= i + l < hi.
-__mmask16 lanes_within(int64_t i, int64_t lo, int64_t hi) {
-  const auto below = [&](int64_t end) {
-    const int64_t n = end - i;
-    return n <= 0 ? 0u : n >= kLanes ? 0xFFFFu : (1u << n) - 1;
-  };
-  return __mmask16(below(hi) & ~below(lo));
-}
-
-}  // namespace
+using F = Avx512Floats;
 
 // Rows of up to this many vectors take their masks from a table made once per call.
 constexpr int64_t kPlannedVectors = 8;
+
+}  // namespace
 
 void copy_padded_rows(const float* from, int64_t from_pitch, float* to, int64_t to_pitch, int64_t rows, int64_t span,
                       int64_t first, int64_t last) {
@@ -31,26 +21,26 @@ void copy_padded_rows(const float* from, int64_t from_pitch, float* to, int64_t 
     return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(from) +
                                           uintptr_t((r * from_pitch + i - first) * int64_t(sizeof(float))));
   };
-  const int64_t vectors = (span + kLanes - 1) / kLanes;
+  // Vector v's lanes that are real inputs, and those inside the span.
+  const auto real_lanes = [&](int64_t v) { return F::lanes_between(v * F::kLanes - first, last - first); };
+  const auto span_lanes = [&](int64_t v) { return F::first_lanes(span - v * F::kLanes); };
+  const auto copy = [&](auto&& real, auto&& written) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t v = 0; v * F::kLanes < span; ++v) {
+        F::store(to + r * to_pitch + v * F::kLanes, F::load(source(r, v * F::kLanes), real(v)), written(v));
+      }
+    }
+  };
+  const int64_t vectors = (span + F::kLanes - 1) / F::kLanes;
   if (vectors <= kPlannedVectors) {
-    __mmask16 real[kPlannedVectors], written[kPlannedVectors];
+    F::Mask real[kPlannedVectors], written[kPlannedVectors];
     for (int64_t v = 0; v < vectors; ++v) {
-      real[v] = lanes_within(v * kLanes, first, last);
-      written[v] = lanes_within(v * kLanes, 0, span);
+      real[v] = real_lanes(v);
+      written[v] = span_lanes(v);
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t v = 0; v < vectors; ++v) {
-        _mm512_mask_storeu_ps(to + r * to_pitch + v * kLanes, written[v],
-                              _mm512_maskz_loadu_ps(real[v], source(r, v * kLanes)));
-      }
-    }
+    copy([&](int64_t v) { return real[v]; }, [&](int64_t v) { return written[v]; });
   } else {
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t i = 0; i < span; i += kLanes) {
-        const __m512 v = _mm512_maskz_loadu_ps(lanes_within(i, first, last), source(r, i));
-        _mm512_mask_storeu_ps(to + r * to_pitch + i, lanes_within(i, 0, span), v);
-      }
-    }
+    copy(real_lanes, span_lanes);
   }
   _mm256_zeroupper();
 }
