@@ -7,6 +7,16 @@
 namespace convjit::detail {
 namespace {
 
+// The positions [first, last) of [origin, origin + extent) along dim d (offsets from origin) that
+// lie inside x.
+struct RealRun {
+  int64_t first, last;
+};
+RealRun real_run(const ConvGeometry& g, int d, int64_t origin, int64_t extent) {
+  const int64_t first = std::clamp<int64_t>(-origin, 0, extent);
+  return {first, std::clamp(g.in[d] - origin, first, extent)};
+}
+
 // Input row (id, ih) at W positions [origin_w, origin_w + span) into dst, zeros where it is padding
 // unless dst holds them already (zeroed): NCHW one run per input channel (dst_channel apart), NHWC
 // positions of icg channels each.
@@ -14,8 +24,7 @@ void copy_padded_row(const ConvGeometry& g, const float* x, int64_t id, int64_t 
                      float* dst, int64_t dst_channel, bool zeroed) {
   const int64_t icg = g.ic_per_group;
   const bool real_row = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
-  const int64_t first = real_row ? std::clamp<int64_t>(-origin_w, 0, span) : span;  // real positions
-  const int64_t last = std::clamp<int64_t>(g.in[2] - origin_w, first, span);        // are [first, last)
+  const auto [first, last] = real_row ? real_run(g, 2, origin_w, span) : RealRun{span, span};
   const float* src = x + id * g.x.spatial[0] + ih * g.x.spatial[1] + origin_w * g.x.spatial[2];
   if (g.layout == CONVJIT_NCHW) {
     for (int64_t ic = 0; ic < icg; ++ic, src += g.x.channel, dst += dst_channel) {
@@ -66,9 +75,8 @@ int64_t tap_step(int64_t taps, int64_t dilation, int64_t pitch) {
 void fill_nchw_band(const ConvGeometry& g, const float* x, const int64_t origin[3], const int64_t extent[3],
                     const InputBand& band, float* dst) {
   const int64_t span = extent[2];
-  const int64_t first = std::clamp<int64_t>(-origin[2], 0, span), last = std::clamp(g.in[2] - origin[2], first, span);
-  const int64_t h_begin = std::clamp<int64_t>(-origin[1], 0, extent[1]);
-  const int64_t h_end = std::clamp(g.in[1] - origin[1], h_begin, extent[1]);
+  const auto [first, last] = real_run(g, 2, origin[2], span);
+  const auto [h_begin, h_end] = real_run(g, 1, origin[1], extent[1]);
   for (int64_t ic = 0; ic < g.ic_per_group; ++ic) {
     for (int64_t d = 0; d < extent[0]; ++d) {
       float* plane = dst + ic * band.channel + d * band.plane;
