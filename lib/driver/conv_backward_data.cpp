@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "conv_depthwise_backward_data.hpp"
+#include "conv_depthwise_nchw_backward_data.hpp"
 #include "conv_depthwise_nhwc.hpp"
 #include "depthwise_backward_data_phases.hpp"
 #include "gemm_tile.hpp"
@@ -39,9 +40,23 @@ int64_t backward_data_row_tile(const ConvGeometry& g) {
   return std::clamp<int64_t>(ow_tile, kTileCols, (g.out[2] + kTileCols - 1) / kTileCols * kTileCols);
 }
 
-bool backward_data_runs_channels_in_lanes(const ConvGeometry& g) {
 #if defined(__x86_64__)
-  return avx512::depthwise_backward_data_supported(g) || avx2::depthwise_backward_data_supported(g);
+namespace {
+
+// NCHW's kernel at W stride 2 where the NHWC twin's phases run, whose chains it keeps (a problem
+// they decline goes to the scatter kernel, which sums in another order).
+bool runs_nchw_kernel(const ConvGeometry& g, bool (*supported)(const ConvGeometry&)) {
+  return supported(g) && depthwise_data_phases_run(g);
+}
+
+}  // namespace
+#endif
+
+bool backward_data_runs_depthwise_kernel(const ConvGeometry& g) {
+#if defined(__x86_64__)
+  return avx512::depthwise_backward_data_supported(g) || avx2::depthwise_backward_data_supported(g) ||
+         runs_nchw_kernel(g, avx512::depthwise_nchw_backward_data_supported) ||
+         runs_nchw_kernel(g, avx2::depthwise_nchw_backward_data_supported);
 #else
   (void)g;
   return false;
@@ -58,6 +73,14 @@ bool run_depthwise_backward_data(const ConvGeometry& g, int threads, const float
     }
     return true;
   };
+  if (runs_nchw_kernel(g, avx512::depthwise_nchw_backward_data_supported)) {
+    avx512::depthwise_nchw_backward_data(g, threads, dy, w, dx);
+    return true;
+  }
+  if (runs_nchw_kernel(g, avx2::depthwise_nchw_backward_data_supported)) {
+    avx2::depthwise_nchw_backward_data(g, threads, dy, w, dx);
+    return true;
+  }
   if (avx512::depthwise_backward_data_supported(g)) {
     return run(avx512::depthwise_backward_data, avx512::depthwise_nhwc_tap_major);
   }
@@ -79,7 +102,7 @@ void run_conv_backward_data(const ConvGeometry& g, int threads, const float* dy,
 
   // Per ow tile: the packed dy panels (oc_per_group x tile) and one run of dX (run x tile).
   const int64_t ow_tile = backward_data_row_tile(g);
-  // NHWC depthwise: the channels in the vector lanes, the same sums in the same order.
+  // Depthwise: the same sums in the same order on a vector kernel.
   if (run_depthwise_backward_data(g, threads, dy, w, ow_tile, dx)) return;
   const int64_t floats_per_column = g.oc_per_group + run_length;
   const int64_t scratch_floats = floats_per_column * ow_tile;

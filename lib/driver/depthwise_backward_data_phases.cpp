@@ -67,18 +67,26 @@ bool depthwise_data_phase(const ConvGeometry& g, const int64_t r[3], DepthwiseDa
   return true;
 }
 
-bool run_depthwise_backward_data_phases(const ConvGeometry& g, int threads, const float* dy, const float* w, float* dx,
-                                        DepthwiseForwardFn forward) {
+bool depthwise_data_phases_run(const ConvGeometry& g) {
   int64_t residues[3], r[3];
   depthwise_data_phase_residues(g, residues);
   DepthwiseDataPhase phase;
-  for (r[0] = 0; r[0] < residues[0]; ++r[0]) {  // every phase runs, or none
+  for (r[0] = 0; r[0] < residues[0]; ++r[0]) {
     for (r[1] = 0; r[1] < residues[1]; ++r[1]) {
       for (r[2] = 0; r[2] < residues[2]; ++r[2]) {
         if (!depthwise_data_phase(g, r, &phase)) return false;
       }
     }
   }
+  return true;
+}
+
+bool run_depthwise_backward_data_phases(const ConvGeometry& g, int threads, const float* dy, const float* w, float* dx,
+                                        DepthwiseForwardFn forward) {
+  if (!depthwise_data_phases_run(g)) return false;  // every phase runs, or none
+  int64_t residues[3], r[3];
+  depthwise_data_phase_residues(g, residues);
+  DepthwiseDataPhase phase;
   // g's weights tap-major once; a phase's are some of their rows.
   const float* w_taps = depthwise_nhwc_taps_major(g, w);
   float* w_phase = thread_operands(size_t(g.groups * g.taps));

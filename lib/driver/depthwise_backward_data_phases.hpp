@@ -38,6 +38,10 @@ void depthwise_data_phase_residues(const ConvGeometry& g, int64_t residues[3]);
 // dy, or more taps than tier 0's depthwise forward takes.
 bool depthwise_data_phase(const ConvGeometry& g, const int64_t r[3], DepthwiseDataPhase* phase);
 
+// Whether every phase of g runs so (the NCHW kernel at W stride 2, conv_depthwise_nchw_backward_data.hpp,
+// keeps the phases' chains and takes only such problems).
+bool depthwise_data_phases_run(const ConvGeometry& g);
+
 // Runs backward data of g (NHWC depthwise) so with tier 0's depthwise forward `forward` (the
 // ISA's, taking tap-major weights), or returns false, having written nothing, where some phase
 // cannot run so.

@@ -13,10 +13,11 @@ void run_conv_backward_data(const ConvGeometry& g, int threads, const float* dy,
 // The row tile of g's backward data: each dx element's sum goes row tile by row tile, then tap by
 // tap, pixel by pixel.
 int64_t backward_data_row_tile(const ConvGeometry& g);
-// Whether backward data of g runs on a vector kernel with the channels in the lanes (NHWC
-// depthwise), and that run, summing in the order of a row tile of ow_tile; false (nothing
-// written) when the host has no such kernel or g is not one.
-bool backward_data_runs_channels_in_lanes(const ConvGeometry& g);
+// Whether backward data of g runs on a depthwise vector kernel (NHWC: the channels in the lanes;
+// NCHW at W stride 2: W's two phases zipped), and that run, the NHWC scatter kernel summing in
+// the order of a row tile of ow_tile; false (nothing written) when the host has no such kernel or
+// g is not one.
+bool backward_data_runs_depthwise_kernel(const ConvGeometry& g);
 bool run_depthwise_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, int64_t ow_tile,
                                  float* dx);
 void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw);

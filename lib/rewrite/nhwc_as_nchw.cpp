@@ -213,7 +213,8 @@ void backward_filter_as_nhwc(const ConvGeometry& g, const ConvGeometry& runs, in
 
 bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params) {
   return g.layout == CONVJIT_NCHW && activation_floats(g) <= kMaxCopiedFloats &&
-         backward_data_runs_channels_in_lanes(conv_twin(params, CONVJIT_NHWC));
+         !backward_data_runs_depthwise_kernel(g) &&
+         backward_data_runs_depthwise_kernel(conv_twin(params, CONVJIT_NHWC));
 }
 
 void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads,

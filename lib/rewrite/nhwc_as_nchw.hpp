@@ -58,11 +58,11 @@ ConvGeometry backward_filter_nhwc_twin(const convjit_conv_params& params);
 void backward_filter_as_nhwc(const ConvGeometry& g, const ConvGeometry& runs, int threads, const float* x,
                              const float* dy, float* dw, const convjit_filter_kernel& compiled);
 
-// The other way for depthwise backward data that does not run as a forward: its vector kernels
-// are NHWC's (the channels in the lanes: the phases of driver/depthwise_backward_data_phases.hpp,
-// else the scatter kernel), so an NCHW one runs as its NHWC twin on a transposed copy of dy, and
-// dx is transposed back: the twin's bits (one input channel per group, so the NCHW problem's
-// chains too).
+// The other way for depthwise backward data that does not run as a forward: where NCHW's own
+// kernel (W stride 2) does not take it, the vector kernels are NHWC's (the channels in the lanes:
+// the phases of driver/depthwise_backward_data_phases.hpp, else the scatter kernel), so an NCHW
+// one runs as its NHWC twin on a transposed copy of dy, and dx is transposed back: the twin's
+// bits (one input channel per group, so the NCHW problem's chains too).
 bool nchw_depthwise_backward_data_runs_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params);
 void depthwise_backward_data_as_nhwc(const ConvGeometry& g, const convjit_conv_params& params, int threads,
                                      const float* dy, const float* w, float* dx);

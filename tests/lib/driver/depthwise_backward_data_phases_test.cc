@@ -4,6 +4,8 @@
 // padding up to past the kernel's reach, both modes): the oracle's values, and the bits of the
 // contract (each dx element one FMA chain from 0.0f over the dy elements that reach it, in dy's
 // order) on every ISA and for 1 and 3 threads; where a phase cannot run, nothing is written.
+#include "depthwise_backward_data_phases.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,11 +13,11 @@
 #include <vector>
 
 #include "conv_depthwise_nhwc.hpp"
-#include "depthwise_backward_data_phases.hpp"
 #include "geometry.hpp"
 #include "isa.hpp"
 #include "reference/reference.hpp"
 #include "support/compare.hpp"
+#include "support/depthwise_chains.hpp"
 #include "support/random.hpp"
 #include "support/random_shapes.hpp"
 
@@ -32,45 +34,6 @@ const ForwardIsa kIsas[] = {
     {"avx2", jit::Isa::Avx2Fma, detail::avx2::depthwise_nhwc_tap_major},
     {"avx512", jit::Isa::Avx512, detail::avx512::depthwise_nhwc_tap_major},
 };
-
-// The contract's chains, in float: per dx element, std::fma over the dy elements that reach it,
-// outputs in order (D, H, W), from 0.0f.
-std::vector<float> chains_in_dy_order(const detail::ConvGeometry& g, const float* dy, const float* w) {
-  std::vector<float> dx(size_t(g.batch * g.x.batch));
-  auto tap_reaching = [&](int d, int64_t i, int64_t o) {  // kernel position, or -1
-    const int64_t span = i + g.pad_begin[d] - o * g.stride[d];
-    if (span < 0 || span % g.dilation[d] != 0 || span / g.dilation[d] >= g.kernel[d]) return int64_t(-1);
-    const int64_t k = span / g.dilation[d];
-    return g.flip ? g.kernel[d] - 1 - k : k;
-  };
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t id = 0; id < g.in[0]; ++id) {
-      for (int64_t ih = 0; ih < g.in[1]; ++ih) {
-        for (int64_t iw = 0; iw < g.in[2]; ++iw) {
-          for (int64_t c = 0; c < g.groups; ++c) {
-            float acc = 0.0f;
-            for (int64_t od = 0; od < g.out[0]; ++od) {
-              const int64_t kd = tap_reaching(0, id, od);
-              for (int64_t oh = 0; kd >= 0 && oh < g.out[1]; ++oh) {
-                const int64_t kh = tap_reaching(1, ih, oh);
-                for (int64_t ow = 0; kh >= 0 && ow < g.out[2]; ++ow) {
-                  const int64_t kw = tap_reaching(2, iw, ow);
-                  if (kw < 0) continue;
-                  const float wv = w[c * g.taps + (kd * g.kernel[1] + kh) * g.kernel[2] + kw];
-                  acc = std::fma(wv, dy[n * g.y.batch + od * g.y.spatial[0] + oh * g.y.spatial[1] +
-                                        ow * g.y.spatial[2] + c],
-                                 acc);
-                }
-              }
-            }
-            dx[size_t(n * g.x.batch + id * g.x.spatial[0] + ih * g.x.spatial[1] + iw * g.x.spatial[2] + c)] = acc;
-          }
-        }
-      }
-    }
-  }
-  return dx;
-}
 
 TEST(DepthwiseBackwardDataPhases, OracleValuesAndTheContractsBitsOnEveryIsaAndThreadCount) {
   Rng rng(0xD9A5E);
@@ -89,7 +52,7 @@ TEST(DepthwiseBackwardDataPhases, OracleValuesAndTheContractsBitsOnEveryIsaAndTh
     const std::vector<float> dy = random_floats(rng, ref::conv_output_elements(d));
     const std::vector<float> w = random_floats(rng, ref::conv_weight_elements(d));
     const std::vector<double> want = ref::conv_backward_data(d, dy.data(), w.data());
-    const std::vector<float> chains = chains_in_dy_order(g, dy.data(), w.data());
+    const std::vector<float> chains = depthwise_chains_in_dy_order(g, dy.data(), w.data());
     int64_t taps = 1;
     for (int k = 0; k < rank; ++k) taps *= d.kernel[size_t(k)];
     for (const ForwardIsa& k : kIsas) {
