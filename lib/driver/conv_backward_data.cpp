@@ -45,8 +45,9 @@ namespace {
 
 // NCHW's kernel at W stride 2 where the NHWC twin's phases run, whose chains it keeps (a problem
 // they decline goes to the scatter kernel, which sums in another order).
-bool runs_nchw_kernel(const ConvGeometry& g, bool (*supported)(const ConvGeometry&)) {
-  return supported(g) && depthwise_data_phases_run(g);
+bool runs_nchw_kernel(const ConvGeometry& g) {
+  return (avx512::depthwise_nchw_backward_data_supported(g) || avx2::depthwise_nchw_backward_data_supported(g)) &&
+         depthwise_data_phases_run(g);
 }
 
 }  // namespace
@@ -55,8 +56,7 @@ bool runs_nchw_kernel(const ConvGeometry& g, bool (*supported)(const ConvGeometr
 bool backward_data_runs_depthwise_kernel(const ConvGeometry& g) {
 #if defined(__x86_64__)
   return avx512::depthwise_backward_data_supported(g) || avx2::depthwise_backward_data_supported(g) ||
-         runs_nchw_kernel(g, avx512::depthwise_nchw_backward_data_supported) ||
-         runs_nchw_kernel(g, avx2::depthwise_nchw_backward_data_supported);
+         runs_nchw_kernel(g);
 #else
   (void)g;
   return false;
@@ -73,12 +73,12 @@ bool run_depthwise_backward_data(const ConvGeometry& g, int threads, const float
     }
     return true;
   };
-  if (runs_nchw_kernel(g, avx512::depthwise_nchw_backward_data_supported)) {
-    avx512::depthwise_nchw_backward_data(g, threads, dy, w, dx);
-    return true;
-  }
-  if (runs_nchw_kernel(g, avx2::depthwise_nchw_backward_data_supported)) {
-    avx2::depthwise_nchw_backward_data(g, threads, dy, w, dx);
+  if (runs_nchw_kernel(g)) {
+    if (avx512::depthwise_nchw_backward_data_supported(g)) {
+      avx512::depthwise_nchw_backward_data(g, threads, dy, w, dx);
+    } else {
+      avx2::depthwise_nchw_backward_data(g, threads, dy, w, dx);
+    }
     return true;
   }
   if (avx512::depthwise_backward_data_supported(g)) {

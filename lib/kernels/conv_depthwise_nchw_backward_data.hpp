@@ -4,12 +4,12 @@
 // the lanes, and the two phase vectors are zipped into 2 * F::kLanes consecutive dx columns in
 // registers. So every dx element is written once, from its chain, with no scatter, grid or layout
 // copy (the NHWC twin this replaces spent over half its time in the two transposes). D and H take
-// any stride and dilation: a dx row's taps are the (kd, kh) that reach it, found by walking the
-// rows without a division per row.
+// any stride and dilation: the (kd, kh) rows that reach each dx row are planned once per call.
 //
 // Numbers: each dx element is one FMA chain from 0.0f over the dy elements that reach it, in dy's
-// order (D, H, then W ascending), taps in the padding adding zero products: the chain of the NHWC
-// phases (driver/depthwise_backward_data_phases.hpp) and of stride-1 backward data as a forward.
+// order (D, H, then W ascending), taps in the padding adding zero products: for finite weights the
+// chain of the NHWC phases (driver/depthwise_backward_data_phases.hpp) and of stride-1 backward
+// data as a forward.
 // One kernel (conv_depthwise_nchw_backward_data_impl.hpp) built for AVX2/FMA and AVX-512.
 #pragma once
 

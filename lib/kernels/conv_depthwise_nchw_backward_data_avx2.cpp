@@ -5,7 +5,8 @@
 namespace convjit::detail::avx2 {
 
 bool depthwise_nchw_backward_data_supported(const ConvGeometry& g) {
-  return depthwise_nchw_backward_data_fits<Avx2Floats>(g) && jit::host_has(jit::Isa::Avx2Fma);
+  return jit::host_has(jit::Isa::Avx2Fma) &&
+         depthwise_nchw_backward_data_fits<Avx2Floats>(g);  // the host first: fits plans in its ISA
 }
 
 void depthwise_nchw_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, float* dx) {

@@ -5,7 +5,8 @@
 namespace convjit::detail::avx512 {
 
 bool depthwise_nchw_backward_data_supported(const ConvGeometry& g) {
-  return depthwise_nchw_backward_data_fits<Avx512Floats>(g) && process_may_use(jit::Isa::Avx512);
+  return process_may_use(jit::Isa::Avx512) &&
+         depthwise_nchw_backward_data_fits<Avx512Floats>(g);  // the host first: fits plans in its ISA
 }
 
 void depthwise_nchw_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, float* dx) {

@@ -5,17 +5,23 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "conv_depthwise_nchw_backward_data.hpp"
-#include "lane_columns.hpp"
 #include "threads.hpp"
 
 namespace convjit::detail {
 namespace {
 
 constexpr int kMaxPhaseTaps = 3;                      // W taps of a phase: kernels up to 6 wide
-constexpr int64_t kMaxRowExtent = 7;                  // kernel extent along D and along H
 constexpr int64_t kPositionLimit = int64_t(1) << 30;  // W positions compared in int32 lanes
+// Pairs of a row that are not body: at most one before it (a phase reads at most 2 columns left of
+// its j, fewer than a vector) and two after (the last pair, and one over the columns that reach
+// past dy's end by at most 3).
+constexpr int kMaxEdgePairs = 3;
+// The tap-row plan's slots (D x H taps per dx row): 16 bytes each, in the calling thread's
+// operand buffer; taller planes or kernels run as the NHWC twin.
+constexpr int64_t kMaxTapRowSlots = int64_t(1) << 16;
 
 // The W geometry every dx row shares, planned once per call. Phase r holds dx columns 2j + r, j
 // in the lanes; its taps are the kw with kw = r + pad (mod 2), taken in dy's order (kw
@@ -32,17 +38,23 @@ struct PhaseColumns {
     typename F::Mask store[2];                // the dx columns inside the row (low and high zip)
   };
   int edge_count = 0;
-  Edge edges[kMaxEdgeVectors];
+  Edge edges[kMaxEdgePairs];
 };
 
-// The plan of g, or false where a row has more edge pairs than kMaxEdgeVectors.
+inline int64_t pairs_end(const ConvGeometry& g) {  // the j of dx's last column, plus one
+  return (g.in[2] + 1) / 2;
+}
+
+// The phases' taps and the body's pairs: scalar code, which the support test runs before the host's
+// ISA is known.
 template <typename F>
-bool plan_phase_columns(const ConvGeometry& g, PhaseColumns<F>* columns) {
+void plan_phase_taps(const ConvGeometry& g, PhaseColumns<F>* columns) {
   constexpr int64_t L = F::kLanes;
   const int64_t kw_count = g.kernel[2], pad = g.pad_begin[2];
   int64_t lowest = 0, highest = 0;
   for (int r = 0; r < 2; ++r) {
     int& taps = columns->taps[r];
+    taps = 0;
     for (int64_t kw = kw_count - 1; kw >= 0; --kw) {
       if ((r + pad - kw) % 2 != 0) continue;
       columns->shift[r][taps] = (r + pad - kw) / 2;
@@ -52,23 +64,35 @@ bool plan_phase_columns(const ConvGeometry& g, PhaseColumns<F>* columns) {
       ++taps;
     }
   }
-  const int64_t pairs_end = (g.in[2] + 1) / 2;  // the j of dx's last column, plus one
   // Body: j >= -lowest, j + highest + L <= out, 2j + 2L <= in; pairs start at multiples of L.
-  columns->body_begin = std::min((-lowest + L - 1) / L * L, pairs_end);
+  columns->body_begin = std::min((-lowest + L - 1) / L * L, pairs_end(g));
   const int64_t last = std::min(g.out[2] - highest - L, g.in[2] / 2 - L);  // the last body j
   columns->body_end = last < columns->body_begin ? columns->body_begin : last / L * L + L;
+}
+
+template <typename F>
+int64_t edge_pairs(const ConvGeometry& g, const PhaseColumns<F>& columns) {
+  const int64_t pairs = (pairs_end(g) + F::kLanes - 1) / F::kLanes;
+  return pairs - (columns.body_end - columns.body_begin) / F::kLanes;
+}
+
+// The whole plan: the taps, and each edge pair's lane masks. Only on a host with F's ISA.
+template <typename F>
+void plan_phase_columns(const ConvGeometry& g, PhaseColumns<F>* columns) {
+  constexpr int64_t L = F::kLanes;
+  plan_phase_taps(g, columns);
   columns->edge_count = 0;
-  for (int64_t j = 0; j < pairs_end; j += L) {
+  for (int64_t j = 0; j < pairs_end(g); j += L) {
     if (j >= columns->body_begin && j < columns->body_end) continue;
-    if (columns->edge_count == kMaxEdgeVectors) return false;
     auto& edge = columns->edges[columns->edge_count++];
     edge.j = j;
     for (int r = 0; r < 2; ++r) {
       for (int t = 0; t < columns->taps[r]; ++t) edge.load[r][t] = F::lanes_between(j + columns->shift[r][t], g.out[2]);
-      edge.store[r] = F::first_lanes(std::clamp<int64_t>(g.in[2] - 2 * j - r * L, 0, L));
+    }
+    for (int half = 0; half < 2; ++half) {
+      edge.store[half] = F::first_lanes(std::clamp<int64_t>(g.in[2] - 2 * j - half * L, 0, L));
     }
   }
-  return true;
 }
 
 // A dy row that reaches a dx row: its offset in the channel's dy, and its weights' row in the
@@ -147,27 +171,29 @@ inline __attribute__((always_inline)) void phase_pair(const PhaseColumns<F>& col
 // stay in registers down the plane (a short row's own set-up cost more than its FMAs).
 template <typename F, int T0, int T1, typename Load, typename Store>
 inline __attribute__((always_inline)) void pairs_down_the_plane(const ConvGeometry& g, const PhaseColumns<F>& columns,
-                                                                const RowTaps& taps, const float* dy_j, const float* w,
-                                                                float* dx_2j, Load&& load, Store&& store) {
+                                                                const RowTaps& taps, int64_t row0, int64_t row1,
+                                                                const float* dy_j, const float* w, float* dx_2j,
+                                                                Load&& load, Store&& store) {
   typename F::Vec phase[2];
-  for (int64_t id = 0; id < g.in[0]; ++id) {
-    for (int64_t ih = 0; ih < g.in[1]; ++ih) {
-      const int64_t row = id * g.in[1] + ih;
-      phase_pair<F, T0, T1>(columns, taps.rows + row * taps.per_row, taps.counts[row], dy_j, w, load, phase);
-      store(dx_2j + id * g.x.spatial[0] + ih * g.x.spatial[1], phase);
+  for (int64_t row = row0, id = row0 / g.in[1], ih = row0 % g.in[1]; row < row1; ++row) {
+    phase_pair<F, T0, T1>(columns, taps.rows + row * taps.per_row, taps.counts[row], dy_j, w, load, phase);
+    store(dx_2j + id * g.x.spatial[0] + ih * g.x.spatial[1], phase);
+    if (++ih == g.in[1]) {
+      ih = 0;
+      ++id;
     }
   }
 }
 
-// One channel of one image: the body's pairs, then each edge's.
+// Rows [row0, row1) (id * in[1] + ih) of one channel of one image: the body's pairs, then each edge's.
 template <typename F, int T0, int T1>
-void channel_planes(const ConvGeometry& g, const PhaseColumns<F>& columns, const RowTaps& taps, const float* dy,
-                    const float* w, float* dx) {
+void channel_rows(const ConvGeometry& g, const PhaseColumns<F>& columns, const RowTaps& taps, int64_t row0,
+                  int64_t row1, const float* dy, const float* w, float* dx) {
   constexpr int64_t L = F::kLanes;
   using Vec = typename F::Vec;
   for (int64_t j = columns.body_begin; j < columns.body_end; j += L) {
     pairs_down_the_plane<F, T0, T1>(
-        g, columns, taps, dy + j, w, dx + 2 * j,
+        g, columns, taps, row0, row1, dy + j, w, dx + 2 * j,
         [&](const float* at, int r, int t) { return F::load(at + columns.shift[r][t]); },
         [](float* at, const Vec(&phase)[2]) {
           F::store(at, F::zip_low(phase[0], phase[1]));
@@ -177,7 +203,7 @@ void channel_planes(const ConvGeometry& g, const PhaseColumns<F>& columns, const
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto edge = columns.edges[e];
     pairs_down_the_plane<F, T0, T1>(
-        g, columns, taps, dy + edge.j, w, dx + 2 * edge.j,
+        g, columns, taps, row0, row1, dy + edge.j, w, dx + 2 * edge.j,
         [&](const float* at, int r, int t) { return F::load(at + columns.shift[r][t], edge.load[r][t]); },
         [&](float* at, const Vec(&phase)[2]) {
           F::store(at, F::zip_low(phase[0], phase[1]), edge.store[0]);
@@ -190,10 +216,15 @@ template <typename F>
 bool depthwise_nchw_backward_data_fits(const ConvGeometry& g) {
   if (g.layout != CONVJIT_NCHW || g.ic_per_group != 1 || g.oc_per_group != 1) return false;
   if (g.stride[2] != 2 || g.dilation[2] != 1 || g.kernel[2] < 2 || g.kernel[2] > 2 * kMaxPhaseTaps) return false;
-  if (g.kernel[0] > kMaxRowExtent || g.kernel[1] > kMaxRowExtent) return false;
+  if (g.in[0] * g.in[1] * g.kernel[0] * g.kernel[1] > kMaxTapRowSlots) return false;
   if (g.in[2] >= kPositionLimit || g.out[2] >= kPositionLimit || g.pad_begin[2] >= kPositionLimit) return false;
   PhaseColumns<F> columns;
-  return plan_phase_columns(g, &columns);
+  plan_phase_taps(g, &columns);
+  if (edge_pairs(g, columns) > kMaxEdgePairs) return false;  // a guard: kMaxEdgePairs' bound says never
+  // Where every pair of a row is an edge, every store is masked: cheap with opmasks (AVX-512), but
+  // AVX2's vector-masked stores take several uops (microcode on AMD), and there the NHWC twin was
+  // faster (bench/RESULTS.md, session 31).
+  return F::kOpmasks || columns.body_begin < columns.body_end;
 }
 
 template <typename F>
@@ -201,12 +232,19 @@ void run_depthwise_nchw_backward_data(const ConvGeometry& g, int threads, const 
   PhaseColumns<F> columns;
   plan_phase_columns(g, &columns);  // fits: checked by the caller
   const RowTaps taps = plan_row_taps(g, thread_operands(row_taps_floats(g)));
+  // Tasks of a channel's plane, split into bands of rows where the planes are fewer than the tasks
+  // the threads want (each dx element is computed whole in one pair: any split gives its bits).
+  const int64_t planes = g.batch * g.groups, rows = g.in[0] * g.in[1];
+  const int64_t bands = std::clamp<int64_t>((tasks_wanted(threads) + planes - 1) / planes, 1, rows);
+  const int64_t band_rows = (rows + bands - 1) / bands;
   auto run = [&](auto taps_0, auto taps_1) {
     constexpr int T0 = decltype(taps_0)::value, T1 = decltype(taps_1)::value;
-    parallel_for(threads, g.batch * g.groups, g.flops(), [&](int64_t task) {
-      const int64_t n = task / g.groups, c = task % g.groups;
-      channel_planes<F, T0, T1>(g, columns, taps, dy + n * g.y.batch + c * g.y.channel, w + c * g.taps,
-                                dx + n * g.x.batch + c * g.x.channel);
+    parallel_for(threads, planes * bands, g.flops(), [&](int64_t task) {
+      const int64_t plane = task / bands, row0 = task % bands * band_rows;
+      const int64_t n = plane / g.groups, c = plane % g.groups;
+      channel_rows<F, T0, T1>(g, columns, taps, row0, std::min(rows, row0 + band_rows),
+                              dy + n * g.y.batch + c * g.y.channel, w + c * g.taps,
+                              dx + n * g.x.batch + c * g.x.channel);
     });
   };
   // Kernels 2 to 6 wide: the phases' tap counts differ by at most one.

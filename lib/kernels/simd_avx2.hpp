@@ -14,6 +14,7 @@ struct Avx2Floats {
   using Mask = __m256i;
   static constexpr int kLanes = 8;
   static constexpr int kRegisters = 16;
+  static constexpr bool kOpmasks = false;  // masks are vectors: a masked store takes several uops
 
   static Vec zero() { return _mm256_setzero_ps(); }
   static Vec load(const float* p) { return _mm256_loadu_ps(p); }

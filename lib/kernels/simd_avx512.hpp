@@ -14,6 +14,7 @@ struct Avx512Floats {
   using Mask = __mmask16;
   static constexpr int kLanes = 16;
   static constexpr int kRegisters = 32;
+  static constexpr bool kOpmasks = true;  // masks in opmask registers
 
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec load(const float* p) { return _mm512_loadu_ps(p); }

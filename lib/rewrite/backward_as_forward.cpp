@@ -113,8 +113,8 @@ bool strided_backward_data_phases(const ConvGeometry& g, const convjit_conv_para
     phase_weight_floats *= double(sub_kernel[d]) * double(residues[d]);
   }
   if (!strided || phase_weight_floats > double(kMaxTransposedWeights)) return false;
-  // Depthwise: tier 0's own phases (depthwise_backward_data_phases.hpp), each over its real taps
-  // only, written into dx in place.
+  // Depthwise: tier 0's own phases (depthwise_backward_data_phases.hpp, or NCHW's kernel at W
+  // stride 2), each over its real taps only, written into dx in place.
   if (backward_data_runs_depthwise_kernel(g) || nchw_depthwise_backward_data_runs_as_nhwc(g, p)) return false;
   if (residues[0] * residues[1] * residues[2] > kMaxBackwardDataPhases) return false;
   phases->count = 0;

@@ -53,9 +53,9 @@ struct BackwardDataPhases {
   BackwardDataPhase phase[kMaxBackwardDataPhases];
 };
 // True when g (params) can run so: fills *phases (phases with no inputs, where dx is shorter
-// than the stride, are left out). Not depthwise problems that tier 0's channels-in-lanes kernels
-// take: they run their own phases there (driver/depthwise_backward_data_phases.hpp), the same
-// chains without the zero taps and the grid.
+// than the stride, are left out). Not depthwise problems that tier 0's depthwise kernels take:
+// they run their own phases there (driver/depthwise_backward_data_phases.hpp; NCHW at W stride 2
+// both W phases of a row at once), the same chains without the zero taps and the grid.
 bool strided_backward_data_phases(const ConvGeometry& g, const convjit_conv_params& params, BackwardDataPhases* phases);
 // The weights of phase's forward from g's weights w.
 void phase_weights(const ConvGeometry& g, const BackwardDataPhase& phase, const float* w, float* w_phase);

@@ -51,7 +51,7 @@ void parallel_for(int64_t tasks, double work, Body&& body) {
 inline constexpr size_t kScratchFloats = (size_t(1) << 20) / sizeof(float);
 float* thread_scratch(size_t floats);
 // A second per-thread buffer, for operands a call prepares before its kernels run (and use their
-// scratch): transposed weights. Same rules: allocated on first use, then reused.
+// scratch): transposed weights, a kernel's per-call plan. Same rules: allocated on first use, then reused.
 float* thread_operands(size_t floats);
 // A third, for a call's operands copied into another layout (lib/rewrite/nhwc_as_nchw.hpp), which may
 // themselves be transposed weights in thread_operands.

@@ -13,12 +13,14 @@
 #include "conv_depthwise_nchw_backward_data.hpp"
 #include "geometry.hpp"
 #include "isa.hpp"
+#include "kernel_isa.hpp"
 #include "reference/reference.hpp"
 #include "support/compare.hpp"
 #include "support/depthwise_chains.hpp"
 #include "support/guarded_output.hpp"
 #include "support/random.hpp"
 #include "support/random_shapes.hpp"
+#include "threads.hpp"
 
 namespace convjit::testing {
 namespace {
@@ -44,7 +46,8 @@ ConvDims random_problem(Rng& rng, int i) {
   d.layout = Layout::NCHW;
   d.mode = i % 2 ? Mode::Convolution : Mode::CrossCorrelation;
   d.batch = rng.uniform_int(1, 2);
-  d.groups = d.in_channels = d.out_channels = rng.uniform_int(1, 7);
+  // An eighth with enough work for the team's threads.
+  d.groups = d.in_channels = d.out_channels = i % 8 == 6 ? rng.uniform_int(40, 64) : rng.uniform_int(1, 7);
   for (int k = 0; k < d.rank; ++k) {
     const bool w = k == d.rank - 1;
     d.kernel[size_t(k)] = w ? rng.uniform_int(2, 6) : rng.uniform_int(1, 3);
@@ -54,15 +57,18 @@ ConvDims random_problem(Rng& rng, int i) {
     d.pad_begin[size_t(k)] = rng.uniform_int(0, extent + 1);
     d.pad_end[size_t(k)] = rng.uniform_int(0, extent);
     // W: a quarter of the rows long enough for body vectors on either ISA.
-    d.in_size[size_t(k)] = w && i % 4 == 3 ? rng.uniform_int(70, 110) : rng.uniform_int(1, w ? 40 : 9);
+    d.in_size[size_t(k)] = w && i % 4 == 3 ? rng.uniform_int(70, 110)
+                                           : rng.uniform_int(1, w            ? 40
+                                                                : i % 8 == 6 ? 24
+                                                                             : 9);
   }
   return d;
 }
 
 TEST(DepthwiseNchwBackwardData, OracleValuesAndTheContractsBitsOnEveryIsaAndThreadCount) {
   Rng rng(0xDA7A2);
-  int ran[2] = {0, 0};  // AVX2, AVX-512
-  int with_body = 0, strided_rows = 0, short_rows_kernel = 0, flipped = 0;
+  int ran[2] = {0, 0}, with_body[2] = {0, 0};  // AVX2, AVX-512
+  int strided_rows = 0, short_rows_kernel = 0, flipped = 0, three_d = 0, threaded = 0;
   for (int i = 0; i < 240; ++i) {
     const ConvDims d = random_problem(rng, i);
     detail::ConvGeometry g;
@@ -73,7 +79,7 @@ TEST(DepthwiseNchwBackwardData, OracleValuesAndTheContractsBitsOnEveryIsaAndThre
     const std::vector<double> want = ref::conv_backward_data(d, dy.data(), w.data());
     const std::vector<float> chains = depthwise_chains_in_dy_order(g, dy.data(), w.data());
     for (const NchwDataIsa& k : kIsas) {
-      if (!jit::host_has(k.isa) || !k.supported(g)) continue;
+      if (!detail::process_may_use(k.isa) || !k.supported(g)) continue;
       for (int threads : {1, 3}) {
         SCOPED_TRACE(std::string(k.name) + ", " + std::to_string(threads) + " threads, " + context);
         GuardedOutput dx(int64_t(want.size()));
@@ -83,25 +89,33 @@ TEST(DepthwiseNchwBackwardData, OracleValuesAndTheContractsBitsOnEveryIsaAndThre
         EXPECT_TRUE(bitwise_equal("dx", dx.values(), chains, conv_input_shape(d), context));
       }
       ++ran[k.isa == jit::Isa::Avx512];
-      with_body += g.in[2] >= 4 * k.lanes + 2 * g.kernel[2];
+      // Rows this long have a body pair at j = lanes whatever the padding (its loads reach at most
+      // (1 + pad) / 2 columns past j + lanes, dy's rows at least (in - kernel) / 2 + 1).
+      with_body[k.isa == jit::Isa::Avx512] += g.in[2] >= 4 * k.lanes + 2 * g.kernel[2] + g.pad_begin[2] + 2;
+      three_d += d.rank == 3;
+      threaded += g.flops() >= detail::kParallelWorkThreshold;
       strided_rows += g.stride[1] > 1;
       short_rows_kernel += g.kernel[1] < g.stride[1];
       flipped += g.flip;
     }
   }
   if (ran[0] + ran[1] == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise gradient kernel";
-  EXPECT_GE(ran[0], 150) << "too few problems ran on AVX2's kernel";
-  if (jit::host_has(jit::Isa::Avx512)) {
+  EXPECT_GE(ran[0], 120) << "too few problems ran on AVX2's kernel";
+  EXPECT_GE(with_body[0], 20) << "too few problems had rows with body pairs on AVX2";
+  if (detail::process_may_use(jit::Isa::Avx512)) {
     EXPECT_GE(ran[1], 150) << "too few problems ran on AVX-512's kernel";
+    EXPECT_GE(with_body[1], 10) << "too few problems had rows with body pairs on AVX-512";
   }
-  EXPECT_GE(with_body, 40) << "too few problems had rows with body vectors";
+  EXPECT_GE(three_d, 30) << "too few 3D problems";
+  EXPECT_GE(threaded, 20) << "too few problems with work enough for 3 threads";
   EXPECT_GE(strided_rows, 60) << "too few problems were strided along H";
   EXPECT_GE(short_rows_kernel, 10) << "too few problems had a kernel shorter than H's stride";
   EXPECT_GE(flipped, 60) << "too few problems ran in convolution mode";
 }
 
 // What the kernel leaves to others: W strides other than 2, dilated W, kernels 1 or over 6
-// wide, NHWC, and more than one channel per group.
+// wide, NHWC, more than one channel per group, tap-row plans past their limit, and on AVX2 rows
+// without a body pair.
 TEST(DepthwiseNchwBackwardData, TakesOnlyItsProblems) {
   const ConvDims taken = conv(2, Layout::NCHW, 1, 8, 8, 8, {28, 28}, {3, 3}, {2, 2}, {1, 1});
   const ConvDims refused[] = {
@@ -112,10 +126,16 @@ TEST(DepthwiseNchwBackwardData, TakesOnlyItsProblems) {
       conv(2, Layout::NCHW, 1, 8, 8, 8, {28, 28}, {3, 7}, {2, 2}),
       conv(2, Layout::NHWC, 1, 8, 8, 8, {28, 28}, {3, 3}, {2, 2}, {1, 1}),
       conv(2, Layout::NCHW, 1, 8, 16, 8, {28, 28}, {3, 3}, {2, 2}, {1, 1}),
+      conv(3, Layout::NCHW, 1, 8, 8, 8, {64, 64, 28}, {5, 5, 3}, {1, 1, 2}),  // a plan of over 2^16 rows
   };
+  // Rows of edge pairs only (17 columns: two 8-lane pairs, neither whole): AVX-512's, not AVX2's.
+  const ConvDims edges_only = conv(2, Layout::NCHW, 1, 8, 8, 8, {15, 17}, {3, 3}, {2, 2});
+  if (!jit::host_has(jit::Isa::Avx2Fma)) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512";
   for (const NchwDataIsa& k : kIsas) {
-    if (!jit::host_has(k.isa)) continue;
+    if (!detail::process_may_use(k.isa)) continue;
     detail::ConvGeometry g;
+    ASSERT_TRUE(detail::make_conv_geometry(edges_only.to_c(), &g).ok());
+    EXPECT_EQ(k.supported(g), k.isa == jit::Isa::Avx512) << k.name << ": " << describe(edges_only);
     ASSERT_TRUE(detail::make_conv_geometry(taken.to_c(), &g).ok());
     EXPECT_TRUE(k.supported(g)) << k.name << ": " << describe(taken);
     for (const ConvDims& d : refused) {
@@ -123,7 +143,6 @@ TEST(DepthwiseNchwBackwardData, TakesOnlyItsProblems) {
       EXPECT_FALSE(k.supported(g)) << k.name << ": " << describe(d);
     }
   }
-  if (!jit::host_has(jit::Isa::Avx2Fma)) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512";
 }
 
 }  // namespace
