@@ -104,29 +104,40 @@ struct TapRow {
 // The dy rows that reach each dx row (id, ih) of a plane, in dy's order (kd descending is od
 // ascending, and likewise kh), planned once per call: the same for every channel and image.
 // Found per row in the channel loop, the divisions and the branches over the taps cost more than a
-// short row's FMAs.
+// short row's FMAs. The rows are also listed by their count of tap rows, so that runs of rows
+// with one, two or three take them in unrolled code (at H stride 2 the counts alternate).
 struct RowTaps {
-  int64_t per_row = 0;  // slots per dx row: kernel[0] * kernel[1]
-  TapRow* rows = nullptr;
+  int64_t per_row = 0;                // slots per dx row: kernel[0] * kernel[1]
+  TapRow* rows = nullptr;             // per_row slots a dx row
+  int64_t* dx_offset = nullptr;       // of each dx row in its channel's plane
+  int64_t* by_count_begin = nullptr;  // by_count[by_count_begin[c] .. by_count_begin[c + 1]): the rows of c tap rows
   int32_t* counts = nullptr;
+  int32_t* by_count = nullptr;
 };
 
 inline size_t row_taps_floats(const ConvGeometry& g) {
-  const int64_t dx_rows = g.in[0] * g.in[1];
-  return size_t(dx_rows * g.kernel[0] * g.kernel[1]) * sizeof(TapRow) / sizeof(float) + size_t(dx_rows);
+  const int64_t dx_rows = g.in[0] * g.in[1], per_row = g.kernel[0] * g.kernel[1];
+  constexpr int64_t kFloatsPerTapRow = sizeof(TapRow) / sizeof(float),
+                    kFloatsPerOffset = sizeof(int64_t) / sizeof(float);
+  return size_t(dx_rows * (per_row * kFloatsPerTapRow + kFloatsPerOffset + 2) + (per_row + 2) * kFloatsPerOffset);
 }
 
 // In `storage`, row_taps_floats(g) floats.
 inline RowTaps plan_row_taps(const ConvGeometry& g, float* storage) {
+  const int64_t dx_rows = g.in[0] * g.in[1];
   RowTaps taps;
   taps.per_row = g.kernel[0] * g.kernel[1];
   taps.rows = reinterpret_cast<TapRow*>(storage);
-  taps.counts = reinterpret_cast<int32_t*>(taps.rows + g.in[0] * g.in[1] * taps.per_row);
+  taps.dx_offset = reinterpret_cast<int64_t*>(taps.rows + dx_rows * taps.per_row);
+  taps.by_count_begin = taps.dx_offset + dx_rows;
+  taps.counts = reinterpret_cast<int32_t*>(taps.by_count_begin + taps.per_row + 2);
+  taps.by_count = taps.counts + dx_rows;
   auto output_reaching = [&](int d, int64_t i, int64_t k) {  // the output whose tap k reads input i, or -1
     const int64_t span = i + g.pad_begin[d] - k * g.dilation[d];
     return span >= 0 && span % g.stride[d] == 0 && span / g.stride[d] < g.out[d] ? span / g.stride[d] : -1;
   };
   const int64_t kd_count = g.kernel[0], kh_count = g.kernel[1];
+  std::fill(taps.by_count_begin, taps.by_count_begin + taps.per_row + 2, 0);
   for (int64_t id = 0; id < g.in[0]; ++id) {
     for (int64_t ih = 0; ih < g.in[1]; ++ih) {
       const int64_t row = id * g.in[1] + ih;
@@ -142,19 +153,30 @@ inline RowTaps plan_row_taps(const ConvGeometry& g, float* storage) {
         }
       }
       taps.counts[row] = count;
+      taps.dx_offset[row] = id * g.x.spatial[0] + ih * g.x.spatial[1];
+      ++taps.by_count_begin[count + 1];
     }
   }
+  // A counting sort: each count's begin, used as its cursor (ending at the next count's begin),
+  // then moved back one place.
+  int64_t* begin = taps.by_count_begin;
+  for (int64_t c = 0; c <= taps.per_row; ++c) begin[c + 1] += begin[c];
+  for (int64_t row = 0; row < dx_rows; ++row) taps.by_count[begin[taps.counts[row]]++] = int32_t(row);
+  for (int64_t c = taps.per_row; c > 0; --c) begin[c] = begin[c - 1];
+  begin[0] = 0;
   return taps;
 }
 
 // The pair of vectors at dy column j of one dx row: each phase's chain over the tap rows in dy's
 // order, a row's W taps in order; load(at, r, t) gives phase r's tap t's dy lanes from `at`.
-template <typename F, int T0, int T1, typename Load>
+// Count: the row's tap rows where known at compile time, else 0 (count).
+template <typename F, int T0, int T1, int Count, typename Load>
 inline __attribute__((always_inline)) void phase_pair(const PhaseColumns<F>& columns, const TapRow* rows, int count,
                                                       const float* dy_j, const float* w, Load&& load,
                                                       typename F::Vec (&phase)[2]) {
   phase[0] = phase[1] = F::zero();
-  for (int i = 0; i < count; ++i) {
+#pragma GCC unroll 3
+  for (int i = 0; i < (Count > 0 ? Count : count); ++i) {
     const float* at = dy_j + rows[i].dy;
     const float* weights = w + rows[i].weight;
 #pragma GCC unroll 3
@@ -166,34 +188,46 @@ inline __attribute__((always_inline)) void phase_pair(const PhaseColumns<F>& col
   }
 }
 
-// The pairs at dy column j of every dx row of one channel: load(at, r, t) and store(at, phase)
-// those of j's columns. Columns outer, rows inner, so a column's masks, shifts and weight columns
+// The pairs at dy column j of the dx rows listed at taps.by_count[first, end) of one channel, a run
+// of rows of each count of tap rows at a time: load(at, r, t) and store(at, phase) those of j's
+// columns. Columns outer, rows inner, so a column's masks, shifts and weight columns
 // stay in registers down the plane (a short row's own set-up cost more than its FMAs).
 template <typename F, int T0, int T1, typename Load, typename Store>
-inline __attribute__((always_inline)) void pairs_down_the_plane(const ConvGeometry& g, const PhaseColumns<F>& columns,
-                                                                const RowTaps& taps, int64_t row0, int64_t row1,
-                                                                const float* dy_j, const float* w, float* dx_2j,
-                                                                Load&& load, Store&& store) {
+inline __attribute__((always_inline)) void pairs_down_the_plane(const RowTaps& taps, const PhaseColumns<F>& columns,
+                                                                int64_t first, int64_t end, const float* dy_j,
+                                                                const float* w, float* dx_2j, Load&& load,
+                                                                Store&& store) {
   typename F::Vec phase[2];
-  for (int64_t row = row0, id = row0 / g.in[1], ih = row0 % g.in[1]; row < row1; ++row) {
-    phase_pair<F, T0, T1>(columns, taps.rows + row * taps.per_row, taps.counts[row], dy_j, w, load, phase);
-    store(dx_2j + id * g.x.spatial[0] + ih * g.x.spatial[1], phase);
-    if (++ih == g.in[1]) {
-      ih = 0;
-      ++id;
+  auto rows_of = [&](auto count, int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const int32_t row = taps.by_count[i];
+      phase_pair<F, T0, T1, decltype(count)::value>(columns, taps.rows + row * taps.per_row, taps.counts[row], dy_j, w,
+                                                    load, phase);
+      store(dx_2j + taps.dx_offset[row], phase);
+    }
+  };
+  for (int64_t c = 0; c <= taps.per_row; ++c) {
+    const int64_t lo = std::max(first, taps.by_count_begin[c]), hi = std::min(end, taps.by_count_begin[c + 1]);
+    if (lo >= hi) continue;
+    switch (c) {
+      case 1: rows_of(std::integral_constant<int, 1>{}, lo, hi); break;
+      case 2: rows_of(std::integral_constant<int, 2>{}, lo, hi); break;
+      case 3: rows_of(std::integral_constant<int, 3>{}, lo, hi); break;
+      default: rows_of(std::integral_constant<int, 0>{}, lo, hi);
     }
   }
 }
 
-// Rows [row0, row1) (id * in[1] + ih) of one channel of one image: the body's pairs, then each edge's.
+// The rows listed at taps.by_count[first, end) of one channel of one image: the body's pairs, then
+// each edge's.
 template <typename F, int T0, int T1>
-void channel_rows(const ConvGeometry& g, const PhaseColumns<F>& columns, const RowTaps& taps, int64_t row0,
-                  int64_t row1, const float* dy, const float* w, float* dx) {
+void channel_rows(const PhaseColumns<F>& columns, const RowTaps& taps, int64_t first, int64_t end, const float* dy,
+                  const float* w, float* dx) {
   constexpr int64_t L = F::kLanes;
   using Vec = typename F::Vec;
   for (int64_t j = columns.body_begin; j < columns.body_end; j += L) {
     pairs_down_the_plane<F, T0, T1>(
-        g, columns, taps, row0, row1, dy + j, w, dx + 2 * j,
+        taps, columns, first, end, dy + j, w, dx + 2 * j,
         [&](const float* at, int r, int t) { return F::load(at + columns.shift[r][t]); },
         [](float* at, const Vec(&phase)[2]) {
           F::store(at, F::zip_low(phase[0], phase[1]));
@@ -203,7 +237,7 @@ void channel_rows(const ConvGeometry& g, const PhaseColumns<F>& columns, const R
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto edge = columns.edges[e];
     pairs_down_the_plane<F, T0, T1>(
-        g, columns, taps, row0, row1, dy + edge.j, w, dx + 2 * edge.j,
+        taps, columns, first, end, dy + edge.j, w, dx + 2 * edge.j,
         [&](const float* at, int r, int t) { return F::load(at + columns.shift[r][t], edge.load[r][t]); },
         [&](float* at, const Vec(&phase)[2]) {
           F::store(at, F::zip_low(phase[0], phase[1]), edge.store[0]);
@@ -232,8 +266,9 @@ void run_depthwise_nchw_backward_data(const ConvGeometry& g, int threads, const 
   PhaseColumns<F> columns;
   plan_phase_columns(g, &columns);  // fits: checked by the caller
   const RowTaps taps = plan_row_taps(g, thread_operands(row_taps_floats(g)));
-  // Tasks of a channel's plane, split into bands of rows where the planes are fewer than the tasks
-  // the threads want (each dx element is computed whole in one pair: any split gives its bits).
+  // Tasks of a channel's plane, split into bands of its rows (in by_count's order) where the planes
+  // are fewer than the tasks the threads want (each dx element is computed whole in one pair: any
+  // split gives its bits).
   const int64_t planes = g.batch * g.groups, rows = g.in[0] * g.in[1];
   const int64_t bands = std::clamp<int64_t>((tasks_wanted(threads) + planes - 1) / planes, 1, rows);
   const int64_t band_rows = (rows + bands - 1) / bands;
@@ -242,7 +277,7 @@ void run_depthwise_nchw_backward_data(const ConvGeometry& g, int threads, const 
     parallel_for(threads, planes * bands, g.flops(), [&](int64_t task) {
       const int64_t plane = task / bands, row0 = task % bands * band_rows;
       const int64_t n = plane / g.groups, c = plane % g.groups;
-      channel_rows<F, T0, T1>(g, columns, taps, row0, std::min(rows, row0 + band_rows),
+      channel_rows<F, T0, T1>(columns, taps, row0, std::min(rows, row0 + band_rows),
                               dy + n * g.y.batch + c * g.y.channel, w + c * g.taps,
                               dx + n * g.x.batch + c * g.x.channel);
     });
