@@ -217,31 +217,51 @@ void phase_weights(const ConvGeometry& g, const BackwardDataPhase& phase, const 
 
 void spread_grid(const ConvGeometry& g, const GridPlacement& placement, const float* grid, float* dx, bool zero_first,
                  int threads) {
-  const bool nchw = g.layout == CONVJIT_NCHW;
   const int64_t* size = placement.size;
   const int64_t grid_pixels = size[0] * size[1] * size[2], grid_image = g.in_channels * grid_pixels;
+  // The grid's positions along each dim that land inside dx: q in [first, end), at q * stride +
+  // origin (no product formed outside it: huge padding times a stride would overflow).
+  int64_t first[3], end[3];
+  for (int d = 0; d < 3; ++d) {
+    const int64_t s = g.stride[d], o = placement.origin[d];
+    auto ceil_div = [s](int64_t a) { return a / s + (a % s != 0); };  // a >= 0
+    first[d] = std::min(size[d], o >= 0 ? 0 : ceil_div(-o));
+    end[d] = std::max(first[d], std::min(size[d], o >= g.in[d] ? 0 : ceil_div(g.in[d] - o)));
+  }
+  if (g.layout == CONVJIT_NCHW) {
+    // Channel plane by channel plane, dx's rows in order: a walk over the pixels with the channels
+    // inside touched a line per channel per pixel (resnet_1x1_s2's spread cost 3 times its bytes).
+    const int64_t plane = g.in[0] * g.in[1] * g.in[2];
+    parallel_for(threads, g.batch * g.in_channels, double(g.batch) * double(grid_image), [&](int64_t task) {
+      const int64_t n = task / g.in_channels, c = task % g.in_channels;
+      float* dx_plane = dx + n * g.x.batch + c * g.x.channel;
+      const float* grid_plane = grid + n * grid_image + c * grid_pixels;
+      if (zero_first) std::fill(dx_plane, dx_plane + plane, 0.0f);
+      for (int64_t q0 = first[0]; q0 < end[0]; ++q0) {
+        for (int64_t q1 = first[1]; q1 < end[1]; ++q1) {
+          float* dx_row = dx_plane + (q0 * g.stride[0] + placement.origin[0]) * g.x.spatial[0] +
+                          (q1 * g.stride[1] + placement.origin[1]) * g.x.spatial[1] +
+                          placement.origin[2] * g.x.spatial[2];
+          const float* grid_row = grid_plane + (q0 * size[1] + q1) * size[2];
+          for (int64_t q2 = first[2]; q2 < end[2]; ++q2)
+            dx_row[q2 * g.stride[2] * g.x.spatial[2]] = 0.0f + grid_row[q2];
+        }
+      }
+    });
+    return;
+  }
   parallel_for(threads, g.batch, double(g.batch) * double(grid_image), [&](int64_t n) {
     float* dx_image = dx + n * g.x.batch;
     if (zero_first) std::fill(dx_image, dx_image + g.x.batch, 0.0f);
     const float* grid_image_start = grid + n * grid_image;
-    int64_t q[3];
-    for (q[0] = 0; q[0] < size[0]; ++q[0]) {
-      for (q[1] = 0; q[1] < size[1]; ++q[1]) {
-        for (q[2] = 0; q[2] < size[2]; ++q[2]) {
-          int64_t i[3];
-          bool inside = true;
-          for (int d = 0; d < 3; ++d) {
-            i[d] = q[d] * g.stride[d] + placement.origin[d];
-            inside &= i[d] >= 0 && i[d] < g.in[d];
-          }
-          if (!inside) continue;  // the offset only then: huge padding times a stride would overflow
-          const int64_t at = i[0] * g.x.spatial[0] + i[1] * g.x.spatial[1] + i[2] * g.x.spatial[2];
-          const int64_t pixel = (q[0] * size[1] + q[1]) * size[2] + q[2];
-          for (int64_t c = 0; c < g.in_channels; ++c) {
-            const float v =
-                nchw ? grid_image_start[c * grid_pixels + pixel] : grid_image_start[pixel * g.in_channels + c];
-            dx_image[at + c * g.x.channel] = 0.0f + v;
-          }
+    for (int64_t q0 = first[0]; q0 < end[0]; ++q0) {
+      for (int64_t q1 = first[1]; q1 < end[1]; ++q1) {
+        for (int64_t q2 = first[2]; q2 < end[2]; ++q2) {
+          const int64_t at = (q0 * g.stride[0] + placement.origin[0]) * g.x.spatial[0] +
+                             (q1 * g.stride[1] + placement.origin[1]) * g.x.spatial[1] +
+                             (q2 * g.stride[2] + placement.origin[2]) * g.x.spatial[2];
+          const float* pixel = grid_image_start + ((q0 * size[1] + q1) * size[2] + q2) * g.in_channels;
+          for (int64_t c = 0; c < g.in_channels; ++c) dx_image[at + c] = 0.0f + pixel[c];
         }
       }
     }
