@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "conv_depthwise_nchw_backward_data.hpp"
+#include "convjit/ops.hpp"
+#include "depthwise_backward_data_phases.hpp"
 #include "geometry.hpp"
 #include "isa.hpp"
 #include "kernel_isa.hpp"
@@ -20,6 +22,7 @@
 #include "support/guarded_output.hpp"
 #include "support/random.hpp"
 #include "support/random_shapes.hpp"
+#include "support/transforms.hpp"
 #include "threads.hpp"
 
 namespace convjit::testing {
@@ -40,7 +43,7 @@ const NchwDataIsa kIsas[] = {
      detail::avx512::depthwise_nchw_backward_data},
 };
 
-ConvDims random_problem(Rng& rng, int i) {
+ConvDims random_dims(Rng& rng, int i) {
   ConvDims d;
   d.rank = 1 + i % 3;
   d.layout = Layout::NCHW;
@@ -65,17 +68,31 @@ ConvDims random_problem(Rng& rng, int i) {
   return d;
 }
 
+struct Problem {
+  ConvDims d;
+  detail::ConvGeometry g;
+  std::string context;
+  std::vector<float> dy, w;
+};
+
+// Problem i of a sweep with its operands, or false where its dims are invalid.
+bool random_problem(Rng& rng, int i, Problem* p) {
+  p->d = random_dims(rng, i);
+  if (!detail::make_conv_geometry(p->d.to_c(), &p->g).ok()) return false;
+  p->context = describe(p->d);
+  p->dy = random_floats(rng, ref::conv_output_elements(p->d));
+  p->w = random_floats(rng, ref::conv_weight_elements(p->d));
+  return true;
+}
+
 TEST(DepthwiseNchwBackwardData, OracleValuesAndTheContractsBitsOnEveryIsaAndThreadCount) {
   Rng rng(0xDA7A2);
   int ran[2] = {0, 0}, with_body[2] = {0, 0};  // AVX2, AVX-512
   int strided_rows = 0, short_rows_kernel = 0, flipped = 0, three_d = 0, threaded = 0;
   for (int i = 0; i < 240; ++i) {
-    const ConvDims d = random_problem(rng, i);
-    detail::ConvGeometry g;
-    if (!detail::make_conv_geometry(d.to_c(), &g).ok()) continue;
-    const std::string context = describe(d);
-    const std::vector<float> dy = random_floats(rng, ref::conv_output_elements(d));
-    const std::vector<float> w = random_floats(rng, ref::conv_weight_elements(d));
+    Problem p;
+    if (!random_problem(rng, i, &p)) continue;
+    const auto& [d, g, context, dy, w] = p;
     const std::vector<double> want = ref::conv_backward_data(d, dy.data(), w.data());
     const std::vector<float> chains = depthwise_chains_in_dy_order(g, dy.data(), w.data());
     for (const NchwDataIsa& k : kIsas) {
@@ -111,6 +128,40 @@ TEST(DepthwiseNchwBackwardData, OracleValuesAndTheContractsBitsOnEveryIsaAndThre
   EXPECT_GE(strided_rows, 60) << "too few problems were strided along H";
   EXPECT_GE(short_rows_kernel, 10) << "too few problems had a kernel shorter than H's stride";
   EXPECT_GE(flipped, 60) << "too few problems ran in convolution mode";
+}
+
+// Through the library (the default runtime, whichever tier and ISA it picks): where the NHWC twin's
+// phases run, the NCHW kernel's chains; where they do not (kernels shorter than their stride along
+// H, dilated H at stride > 1), the twin's bits: the NHWC call on the transposed problem.
+TEST(DepthwiseNchwBackwardData, TheLibraryGivesThePhasesChainsOrTheTwinsBits) {
+  Rng rng(0xDA7A3);
+  int chains_checked = 0, twin_checked = 0;
+  for (int i = 0; i < 120; ++i) {
+    Problem p;
+    if (!random_problem(rng, i, &p)) continue;
+    const auto& [d, g, context, dy, w] = p;
+    std::vector<float> dx = nan_buffer(ref::conv_input_elements(d));
+    conv_backward_data(d, dy.data(), w.data(), dx.data());
+    if (detail::depthwise_data_phases_run(g)) {
+      EXPECT_TRUE(
+          bitwise_equal("dx", dx, depthwise_chains_in_dy_order(g, dy.data(), w.data()), conv_input_shape(d), context));
+      ++chains_checked;
+      continue;
+    }
+    ConvDims nhwc = d;
+    nhwc.layout = Layout::NHWC;
+    const int64_t in_pixels = ref::conv_input_elements(d) / (d.batch * d.in_channels);
+    const int64_t out_pixels = ref::conv_output_elements(d) / (d.batch * d.out_channels);
+    std::vector<float> dx_nhwc = nan_buffer(ref::conv_input_elements(d));
+    conv_backward_data(nhwc, channels_first_to_last(dy, d.batch, d.out_channels, out_pixels).data(), w.data(),
+                       dx_nhwc.data());
+    EXPECT_TRUE(bitwise_equal("dx vs the NHWC call", dx,
+                              channels_last_to_first(dx_nhwc, d.batch, d.in_channels, in_pixels), conv_input_shape(d),
+                              context));
+    ++twin_checked;
+  }
+  EXPECT_GE(chains_checked, 60) << "too few problems whose phases run";
+  EXPECT_GE(twin_checked, 10) << "too few problems whose phases do not run";
 }
 
 // What the kernel leaves to others: W strides other than 2, dilated W, kernels 1 or over 6
