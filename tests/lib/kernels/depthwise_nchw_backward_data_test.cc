@@ -95,8 +95,10 @@ TEST(DepthwiseNchwBackwardData, OracleValuesAndTheContractsBitsOnEveryIsaAndThre
     const auto& [d, g, context, dy, w] = p;
     const std::vector<double> want = ref::conv_backward_data(d, dy.data(), w.data());
     const std::vector<float> chains = depthwise_chains_in_dy_order(g, dy.data(), w.data());
+    bool ran_here = false;
     for (const NchwDataIsa& k : kIsas) {
       if (!detail::process_may_use(k.isa) || !k.supported(g)) continue;
+      ran_here = true;
       for (int threads : {1, 3}) {
         SCOPED_TRACE(std::string(k.name) + ", " + std::to_string(threads) + " threads, " + context);
         GuardedOutput dx(int64_t(want.size()));
@@ -109,12 +111,13 @@ TEST(DepthwiseNchwBackwardData, OracleValuesAndTheContractsBitsOnEveryIsaAndThre
       // Rows this long have a body pair at j = lanes whatever the padding (its loads reach at most
       // (1 + pad) / 2 columns past j + lanes, dy's rows at least (in - kernel) / 2 + 1).
       with_body[k.isa == jit::Isa::Avx512] += g.in[2] >= 4 * k.lanes + 2 * g.kernel[2] + g.pad_begin[2] + 2;
-      three_d += d.rank == 3;
-      threaded += g.flops() >= detail::kParallelWorkThreshold;
-      strided_rows += g.stride[1] > 1;
-      short_rows_kernel += g.kernel[1] < g.stride[1];
-      flipped += g.flip;
     }
+    if (!ran_here) continue;  // the counts below per problem, whichever ISAs ran it
+    three_d += d.rank == 3;
+    threaded += g.flops() >= detail::kParallelWorkThreshold;
+    strided_rows += g.stride[1] > 1;
+    short_rows_kernel += g.kernel[1] < g.stride[1];
+    flipped += g.flip;
   }
   if (ran[0] + ran[1] == 0) GTEST_SKIP() << "this host has neither AVX2 nor AVX-512: no NCHW depthwise gradient kernel";
   EXPECT_GE(ran[0], 120) << "too few problems ran on AVX2's kernel";
@@ -124,8 +127,8 @@ TEST(DepthwiseNchwBackwardData, OracleValuesAndTheContractsBitsOnEveryIsaAndThre
     EXPECT_GE(with_body[1], 10) << "too few problems had rows with body pairs on AVX-512";
   }
   EXPECT_GE(three_d, 30) << "too few 3D problems";
-  EXPECT_GE(threaded, 20) << "too few problems with work enough for 3 threads";
-  EXPECT_GE(strided_rows, 60) << "too few problems were strided along H";
+  EXPECT_GE(threaded, 10) << "too few problems with work enough for 3 threads";
+  EXPECT_GE(strided_rows, 40) << "too few problems were strided along H";
   EXPECT_GE(short_rows_kernel, 10) << "too few problems had a kernel shorter than H's stride";
   EXPECT_GE(flipped, 60) << "too few problems ran in convolution mode";
 }
