@@ -239,12 +239,14 @@ void spread_grid(const ConvGeometry& g, const GridPlacement& placement, const fl
       if (zero_first) std::fill(dx_plane, dx_plane + plane, 0.0f);
       for (int64_t q0 = first[0]; q0 < end[0]; ++q0) {
         for (int64_t q1 = first[1]; q1 < end[1]; ++q1) {
-          float* dx_row = dx_plane + (q0 * g.stride[0] + placement.origin[0]) * g.x.spatial[0] +
-                          (q1 * g.stride[1] + placement.origin[1]) * g.x.spatial[1] +
-                          placement.origin[2] * g.x.spatial[2];
+          // At the row's first position inside dx: no address outside it is formed.
+          float* dx_at = dx_plane + (q0 * g.stride[0] + placement.origin[0]) * g.x.spatial[0] +
+                         (q1 * g.stride[1] + placement.origin[1]) * g.x.spatial[1] +
+                         (first[2] * g.stride[2] + placement.origin[2]) * g.x.spatial[2];
           const float* grid_row = grid_plane + (q0 * size[1] + q1) * size[2];
-          for (int64_t q2 = first[2]; q2 < end[2]; ++q2)
-            dx_row[q2 * g.stride[2] * g.x.spatial[2]] = 0.0f + grid_row[q2];
+          for (int64_t q2 = first[2]; q2 < end[2]; ++q2) {
+            dx_at[(q2 - first[2]) * g.stride[2] * g.x.spatial[2]] = 0.0f + grid_row[q2];
+          }
         }
       }
     });
