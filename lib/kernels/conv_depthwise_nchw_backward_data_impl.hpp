@@ -41,6 +41,13 @@ struct PhaseColumns {
   Edge edges[kMaxEdgePairs];
 };
 
+// An edge's masked vector at `at` + offset floats, formed as an address: its first lanes may lie
+// before dy (a phase's columns left of j), its last past the end of dx (the high zip's), masked.
+template <typename T>
+inline T* lanes_at(T* at, int64_t offset) {
+  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(at) + uintptr_t(offset * int64_t(sizeof(float))));
+}
+
 inline int64_t pairs_end(const ConvGeometry& g) {  // the j of dx's last column, plus one
   return (g.in[2] + 1) / 2;
 }
@@ -238,10 +245,10 @@ void channel_rows(const PhaseColumns<F>& columns, const RowTaps& taps, int64_t f
     const auto edge = columns.edges[e];
     pairs_down_the_plane<F, T0, T1>(
         taps, columns, first, end, dy + edge.j, w, dx + 2 * edge.j,
-        [&](const float* at, int r, int t) { return F::load(at + columns.shift[r][t], edge.load[r][t]); },
+        [&](const float* at, int r, int t) { return F::load(lanes_at(at, columns.shift[r][t]), edge.load[r][t]); },
         [&](float* at, const Vec(&phase)[2]) {
           F::store(at, F::zip_low(phase[0], phase[1]), edge.store[0]);
-          F::store(at + L, F::zip_high(phase[0], phase[1]), edge.store[1]);
+          F::store(lanes_at(at, L), F::zip_high(phase[0], phase[1]), edge.store[1]);
         });
   }
 }

@@ -237,6 +237,7 @@ void spread_grid(const ConvGeometry& g, const GridPlacement& placement, const fl
       float* dx_plane = dx + n * g.x.batch + c * g.x.channel;
       const float* grid_plane = grid + n * grid_image + c * grid_pixels;
       if (zero_first) std::fill(dx_plane, dx_plane + plane, 0.0f);
+      if (first[2] == end[2]) return;  // no column inside dx: no row address to form
       for (int64_t q0 = first[0]; q0 < end[0]; ++q0) {
         for (int64_t q1 = first[1]; q1 < end[1]; ++q1) {
           // At the row's first position inside dx: no address outside it is formed.
