@@ -196,21 +196,24 @@ bool backward_filter_runs_channels_in_lanes(const ConvGeometry& g) {
 #endif
 }
 
-bool backward_filter_runs_direct(const ConvGeometry& g) {
+bool backward_filter_runs_direct(const ConvGeometry& g, DirectFilterScope scope) {
 #if defined(__x86_64__)
-  return avx512::backward_filter_direct_supported(g) || avx2::backward_filter_direct_supported(g);
+  return avx512::backward_filter_direct_supported(g, scope) || avx2::backward_filter_direct_supported(g, scope);
 #else
   (void)g;
   return false;
 #endif
 }
 
-void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
+void run_conv_backward_filter(const ConvGeometry& g, DirectFilterScope direct, int threads, const float* x,
+                              const float* dy, float* dw) {
 #if defined(__x86_64__)
   if (avx512::depthwise_backward_filter_supported(g)) return avx512::depthwise_backward_filter(g, threads, x, dy, dw);
   if (avx2::depthwise_backward_filter_supported(g)) return avx2::depthwise_backward_filter(g, threads, x, dy, dw);
-  if (avx512::backward_filter_direct_supported(g)) return avx512::backward_filter_direct(g, threads, x, dy, dw);
-  if (avx2::backward_filter_direct_supported(g)) return avx2::backward_filter_direct(g, threads, x, dy, dw);
+  if (avx512::backward_filter_direct_supported(g, direct)) return avx512::backward_filter_direct(g, threads, x, dy, dw);
+  if (avx2::backward_filter_direct_supported(g, direct)) return avx2::backward_filter_direct(g, threads, x, dy, dw);
+#else
+  (void)direct;
 #endif
 
   const int64_t k_panels = (g.reduction + kTileCols - 1) / kTileCols;

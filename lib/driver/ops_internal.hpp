@@ -3,6 +3,7 @@
 // Forward convolution's driver is conv_forward.hpp.
 #pragma once
 
+#include "conv_backward_filter_direct.hpp"
 #include "filter_rows_abi.h"
 #include "geometry.hpp"
 #include "pool_row_abi.h"
@@ -20,10 +21,13 @@ int64_t backward_data_row_tile(const ConvGeometry& g);
 bool backward_data_runs_depthwise_kernel(const ConvGeometry& g);
 bool run_depthwise_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w, int64_t ow_tile,
                                  float* dx);
-void run_conv_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw);
-// Whether backward filter of g runs on the direct kernel (NCHW with few channels per group), not
-// on the register tile over packed patches.
-bool backward_filter_runs_direct(const ConvGeometry& g);
+// direct: the problems the direct kernel may take; the rest run on the register tile over packed
+// patches (or on a depthwise kernel).
+void run_conv_backward_filter(const ConvGeometry& g, DirectFilterScope direct, int threads, const float* x,
+                              const float* dy, float* dw);
+// Whether backward filter of g runs on the direct kernel where it may take `scope`, not on the
+// register tile over packed patches.
+bool backward_filter_runs_direct(const ConvGeometry& g, DirectFilterScope scope);
 // Whether it runs on a vector kernel with the channels in the lanes (NHWC depthwise).
 bool backward_filter_runs_channels_in_lanes(const ConvGeometry& g);
 // NHWC backward filter on a compiled kernel of g's key (jit/abi/filter_rows_abi.h): tier 0's

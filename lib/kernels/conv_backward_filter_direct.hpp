@@ -10,13 +10,17 @@
 
 namespace convjit::detail {
 
+// The problems the kernel takes: NCHW with few channel pairs per group, or, where the only other
+// kernel is the register tile over packed patches (no compiled twin may run), more of them.
+enum class DirectFilterScope { FewChannels, InsteadOfTile };
+
 namespace avx2 {
-bool backward_filter_direct_supported(const ConvGeometry& g);
+bool backward_filter_direct_supported(const ConvGeometry& g, DirectFilterScope scope);
 void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw);
 }  // namespace avx2
 
 namespace avx512 {
-bool backward_filter_direct_supported(const ConvGeometry& g);
+bool backward_filter_direct_supported(const ConvGeometry& g, DirectFilterScope scope);
 void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw);
 }  // namespace avx512
 

@@ -4,8 +4,8 @@
 
 namespace convjit::detail::avx2 {
 
-bool backward_filter_direct_supported(const ConvGeometry& g) {
-  return backward_filter_direct_fits(g) && jit::host_has(jit::Isa::Avx2Fma);
+bool backward_filter_direct_supported(const ConvGeometry& g, DirectFilterScope scope) {
+  return backward_filter_direct_fits(g, scope) && jit::host_has(jit::Isa::Avx2Fma);
 }
 
 void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {

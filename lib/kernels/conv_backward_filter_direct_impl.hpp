@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "conv_backward_filter_direct.hpp"
@@ -19,8 +20,12 @@
 namespace convjit::detail {
 namespace {
 
-constexpr int64_t kMaxWidth = 7;          // kernel widths with a register-blocked variant
-constexpr int64_t kMaxChannelPairs = 64;  // oc x ic per group; beyond, packing patches pays
+constexpr int64_t kMaxWidth = 7;  // kernel widths with a register-blocked variant
+// oc x ic per group: the few the kernel is made for. Up to the second figure it also beats the
+// register tile over packed patches at W stride 1 and kernel widths from 3, where that tile is the
+// only other kernel (bench/RESULTS.md, "Session 32"; at W stride 2 it lost on AVX2).
+constexpr int64_t kMaxChannelPairs = 64;
+constexpr int64_t kMaxChannelPairsInsteadOfTile = 1024;
 
 // The accumulators a block may hold: the registers less the dy, input and mask temporaries.
 template <typename F>
@@ -31,6 +36,9 @@ float horizontal_sum(__m256 v) {
   const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
 }
+
+template <typename F>
+constexpr int64_t kVecFloats = sizeof(typename F::Vec) / sizeof(float);
 
 // Output channels a vector of F holds (one 8-lane accumulator each).
 template <typename F>
@@ -49,7 +57,7 @@ constexpr int channel_vectors(int ocb) {
 // vector's second channel past the block repeats its first, computed and not stored.
 template <typename F, int Ocb, typename... Lanes>
 inline __attribute__((always_inline)) typename F::Vec load_dy(const float* p, int64_t dy_channel, int v,
-                                                               Lanes... lanes) {
+                                                              Lanes... lanes) {
   if constexpr (kChannelsPerVector<F> == 1) {
     return F::load(p + v * dy_channel, lanes...);
   } else {
@@ -72,9 +80,10 @@ float channel_sum(typename F::Vec v, int o) {
 // column vector of the output channels' dy rows (y.channel apart) against the input rows of the
 // taps (null: a row in the padding, zero products, skipped; only when MayBePadded).
 template <typename F, int Ocb, int Rows, int KW, int Stride, bool MayBePadded>
-inline __attribute__((always_inline)) void accumulate_row(
-    const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, int64_t step_w, const float* const (&rows)[Rows],
-    const float* dy_row, typename F::Vec (&acc)[channel_vectors<F>(Ocb)][Rows][KW]) {
+inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
+                                                          const ColumnPlan<F, KW, Stride>& columns, int64_t step_w,
+                                                          const float* const (&rows)[Rows], const float* dy_row,
+                                                          typename F::Vec (&acc)[channel_vectors<F>(Ocb)][Rows][KW]) {
   constexpr int V = channel_vectors<F>(Ocb);
   const int64_t dy_channel = g.y.channel;
   for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
@@ -112,13 +121,26 @@ inline __attribute__((always_inline)) void accumulate_row(
   }
 }
 
+// Where a block's accumulators wait between the images a call takes (Images), and what it owes dw.
+struct Images {
+  int64_t begin = 0, end = 0;  // this call's images
+  float* saved = nullptr;      // the task's accumulators: loaded unless begin is 0, stored unless end is the batch
+};
+
+// Floats of one task's saved accumulators: a block of at most a vector file per kernel row.
+template <typename F, typename P>
+constexpr int64_t saved_floats_per_row() {
+  return std::max(F::kRegisters * sizeof(typename F::Vec), P::kRegisters * sizeof(typename P::Vec)) / sizeof(float);
+}
+
 // dw[oc0..oc0+Ocb)[ic][kd][kh0..kh0+Rows)[0..KW) for one group: the accumulators stay in registers
-// while every image and output row streams by, each input vector loaded once for all output
-// channels and each dy vector once for all taps; each accumulator sees its pixels in the same
-// order whatever the blocking, so every blocking gives the same bits.
+// while the call's images and their output rows stream by, each input vector loaded once for all
+// output channels and each dy vector once for all taps; each accumulator sees its pixels in the same
+// order whatever the blocking, and is stored whole between calls, so every blocking of channels and
+// images gives the same bits.
 template <typename F, int Ocb, int Rows, int KW, int Stride>
 void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& columns, const float* x, const float* dy,
-                   int64_t group, int64_t oc0, int64_t ic, float* dw) {
+                   int64_t group, int64_t oc0, int64_t ic, const Images& images, float* dw) {
   const float* x_channel = x + (group * g.ic_per_group + ic) * g.x.channel;
   const float* dy_channel = dy + (group * g.oc_per_group + oc0) * g.y.channel;
   float* out = dw + (group * g.oc_per_group + oc0) * g.reduction + ic * g.taps;
@@ -135,15 +157,20 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
       // reloaded around every row (bench/RESULTS.md, "Session 22").
       constexpr int V = channel_vectors<F>(Ocb);
       typename F::Vec acc[V][Rows][KW];
+      float* saved = images.saved + (kd * g.kernel[1] + kh0) * int64_t(sizeof acc / Rows / sizeof(float));
 #pragma GCC unroll 4
       for (int o = 0; o < V; ++o) {
 #pragma GCC unroll 4
         for (int r = 0; r < Rows; ++r) {
 #pragma GCC unroll 8
-          for (int kw = 0; kw < KW; ++kw) acc[o][r][kw] = F::zero();
+          for (int kw = 0; kw < KW; ++kw) {
+            acc[o][r][kw] = F::zero();
+            if (images.begin > 0)
+              std::memcpy(&acc[o][r][kw], saved + ((o * Rows + r) * KW + kw) * kVecFloats<F>, sizeof acc[o][r][kw]);
+          }
         }
       }
-      for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t n = images.begin; n < images.end; ++n) {
         for (int64_t od = 0; od < g.out[0]; ++od) {
           const int64_t id = input_coordinate(g, 0, od, kd);
           if (id < 0 || id >= g.in[0]) continue;  // padding: zero products
@@ -168,6 +195,18 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
           }
           for (int64_t oh = std::max(oh_begin, oh_end); oh < g.out[1]; ++oh) padded_row(oh);
         }
+      }
+      if (images.end < g.batch) {
+#pragma GCC unroll 4
+        for (int o = 0; o < V; ++o) {
+#pragma GCC unroll 4
+          for (int r = 0; r < Rows; ++r) {
+#pragma GCC unroll 8
+            for (int kw = 0; kw < KW; ++kw)
+              std::memcpy(saved + ((o * Rows + r) * KW + kw) * kVecFloats<F>, &acc[o][r][kw], sizeof acc[o][r][kw]);
+          }
+        }
+        continue;
       }
 #pragma GCC unroll 4
       for (int o = 0; o < Ocb; ++o) {
@@ -214,16 +253,16 @@ struct BlockColumns {
 // height or 1, so a block never covers rows past the kernel.
 template <typename F, typename P, int Ocb, int KW, int Stride>
 void block_of_channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x,
-                       const float* dy, int64_t group, int64_t oc0, int64_t ic, float* dw) {
+                       const float* dy, int64_t group, int64_t oc0, int64_t ic, const Images& images, float* dw) {
   using B = std::conditional_t<Ocb == 1, F, P>;
   const ColumnPlan<B, KW, Stride>* plan = &columns.template of<B>();
   if constexpr (rows_fit_registers<B>(Ocb, 3, KW, Stride)) {
-    if (g.kernel[1] == 3) return channel_block<B, Ocb, 3, KW, Stride>(g, *plan, x, dy, group, oc0, ic, dw);
+    if (g.kernel[1] == 3) return channel_block<B, Ocb, 3, KW, Stride>(g, *plan, x, dy, group, oc0, ic, images, dw);
   }
   if constexpr (rows_fit_registers<B>(Ocb, 2, KW, Stride)) {
-    if (g.kernel[1] == 2) return channel_block<B, Ocb, 2, KW, Stride>(g, *plan, x, dy, group, oc0, ic, dw);
+    if (g.kernel[1] == 2) return channel_block<B, Ocb, 2, KW, Stride>(g, *plan, x, dy, group, oc0, ic, images, dw);
   }
-  channel_block<B, Ocb, 1, KW, Stride>(g, *plan, x, dy, group, oc0, ic, dw);
+  channel_block<B, Ocb, 1, KW, Stride>(g, *plan, x, dy, group, oc0, ic, images, dw);
 }
 
 // The most output channels (up to 4) a one-row block of P holds in its accumulators.
@@ -237,21 +276,26 @@ constexpr int max_block_channels() {
 // Output channels [oc0, oc0 + count) of one input channel, in blocks of up to 4 that share each
 // input load (a row of a 3x3 on 8-lane vectors: 12 FMAs per 4 dy and 3 x loads, against 9 per 10
 // one channel at a time over its three rows; channel pairs halve the FMAs and the dy vectors).
+// Each block's accumulators wait in `images.saved`, one after another.
 template <typename F, typename P, int KW, int Stride>
 void channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x, const float* dy,
-              int64_t group, int64_t oc0, int64_t count, int64_t ic, float* dw) {
+              int64_t group, int64_t oc0, int64_t count, int64_t ic, Images images, float* dw) {
   constexpr int kMaxOcb = max_block_channels<P, KW>();
-  for (; count > 0; oc0 += kMaxOcb, count -= kMaxOcb) {
+  for (; count > 0;
+       oc0 += kMaxOcb, count -= kMaxOcb, images.saved += g.kernel[0] * g.kernel[1] * saved_floats_per_row<F, P>()) {
     switch (std::min<int64_t>(count, kMaxOcb)) {
-      case 1: block_of_channels<F, P, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw); break;
+      case 1: block_of_channels<F, P, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, images, dw); break;
       case 2:
-        if constexpr (kMaxOcb >= 2) block_of_channels<F, P, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        if constexpr (kMaxOcb >= 2)
+          block_of_channels<F, P, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, images, dw);
         break;
       case 3:
-        if constexpr (kMaxOcb >= 3) block_of_channels<F, P, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        if constexpr (kMaxOcb >= 3)
+          block_of_channels<F, P, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, images, dw);
         break;
       default:
-        if constexpr (kMaxOcb >= 4) block_of_channels<F, P, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, dw);
+        if constexpr (kMaxOcb >= 4)
+          block_of_channels<F, P, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, images, dw);
         break;
     }
   }
@@ -259,8 +303,12 @@ void channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& colum
 
 // Tasks: (group, block of output channels, input channel). Blocks of up to 4 share the input
 // loads; with few channels (the seed network: 3 x 3 tasks at most), smaller blocks only where a
-// thread would otherwise have no task, since each block reads the inputs again. Any blocking gives the same
-// bits. The columns are planned once per call (for each vector type).
+// thread would otherwise have no task, since each block reads the inputs again. Any blocking gives
+// the same bits. The columns are planned once per call (for each vector type).
+// A thread takes a range of consecutive tasks (a block's input channels one after another) and runs
+// them over a chunk of images at a time: the chunk's x and dy stay in the core's L2 while every task
+// of the range reads them, where each task streaming the whole batch read dy from memory once per
+// input channel and x once per block. Between chunks the accumulators wait in the thread's scratch.
 template <typename F, typename P, int KW, int Stride>
 void direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
   BlockColumns<F, P, KW, Stride> columns{plan_columns<F, KW, Stride>(g), {}};
@@ -270,10 +318,31 @@ void direct(const ConvGeometry& g, int threads, const float* x, const float* dy,
     block_size /= 2;
   }
   const int64_t oc_blocks = (g.oc_per_group + block_size - 1) / block_size, per_group = oc_blocks * g.ic_per_group;
-  parallel_for(threads, g.groups * per_group, g.flops(), [&](int64_t task) {
-    const int64_t group = task / per_group, block = task % per_group / g.ic_per_group, ic = task % g.ic_per_group;
-    const int64_t oc0 = block * block_size, count = std::min<int64_t>(block_size, g.oc_per_group - oc0);
-    channels<F, P, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, dw);
+  const int64_t tasks = g.groups * per_group;
+  const int64_t image_floats = g.ic_per_group * g.in[0] * g.in[1] * g.in[2] + g.oc_per_group * g.out_pixels();
+  const int64_t chunk = std::max<int64_t>(1, l2_cache_bytes() / 2 / int64_t(sizeof(float)) / image_floats);
+  constexpr int64_t kMaxOcb = max_block_channels<P, KW>();
+  const int64_t task_saved =
+      (block_size + kMaxOcb - 1) / kMaxOcb * g.kernel[0] * g.kernel[1] * saved_floats_per_row<F, P>();
+  // Where the whole batch fits the cache (the seed network), or a range's accumulators would not
+  // fit the scratch, a task per range.
+  const int64_t ranges = threads <= 1 ? 1 : std::min(tasks, tasks_wanted(threads));
+  int64_t range_tasks = (tasks + ranges - 1) / ranges;
+  const bool in_chunks = chunk < g.batch && range_tasks * task_saved <= int64_t(kScratchFloats);
+  if (!in_chunks) range_tasks = 1;
+  parallel_for(threads, (tasks + range_tasks - 1) / range_tasks, g.flops(), [&](int64_t range) {
+    const int64_t first = range * range_tasks, end = std::min(tasks, first + range_tasks);
+    float* saved = in_chunks ? thread_scratch(size_t((end - first) * task_saved)) : nullptr;
+    const int64_t images_per_call = in_chunks ? chunk : g.batch;
+    for (int64_t n0 = 0; n0 < g.batch; n0 += images_per_call) {
+      for (int64_t task = first; task < end; ++task) {
+        const int64_t group = task / per_group, block = task % per_group / g.ic_per_group, ic = task % g.ic_per_group;
+        const int64_t oc0 = block * block_size, count = std::min<int64_t>(block_size, g.oc_per_group - oc0);
+        const Images images{n0, std::min(g.batch, n0 + images_per_call),
+                            saved ? saved + (task - first) * task_saved : nullptr};
+        channels<F, P, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, images, dw);
+      }
+    }
     F::leave();
   });
 }
@@ -292,10 +361,13 @@ void direct_any_width(const ConvGeometry& g, int threads, const float* x, const 
 }
 
 // The shapes the kernel takes, whatever the ISA (the ISA files add the host's).
-inline bool backward_filter_direct_fits(const ConvGeometry& g) {
+inline bool backward_filter_direct_fits(const ConvGeometry& g, DirectFilterScope scope) {
+  const int64_t pairs = g.oc_per_group * g.ic_per_group;
+  const bool channels_fit =
+      pairs <= kMaxChannelPairs || (scope == DirectFilterScope::InsteadOfTile &&
+                                    pairs <= kMaxChannelPairsInsteadOfTile && g.kernel[2] >= 3 && g.stride[2] == 1);
   return g.layout == CONVJIT_NCHW && (g.stride[2] == 1 || g.stride[2] == 2) && g.kernel[2] <= kMaxWidth &&
-         g.oc_per_group * g.ic_per_group <= kMaxChannelPairs && w_positions_fit_lanes(g) &&
-         edge_vectors(g, 8) <= kMaxEdgeVectors;
+         channels_fit && w_positions_fit_lanes(g) && edge_vectors(g, 8) <= kMaxEdgeVectors;
 }
 
 template <typename F, typename P>

@@ -184,13 +184,14 @@ void copy_output_from_twin(const ConvGeometry& g, const TwinCopies& copies, floa
 
 bool nhwc_backward_filter_runs_as_nchw(const ConvGeometry& g, const convjit_conv_params& params) {
   return g.layout == CONVJIT_NHWC && copied_floats(g) <= kMaxCopiedFloats &&
-         !backward_filter_runs_channels_in_lanes(g) && backward_filter_runs_direct(nchw_twin(params));
+         !backward_filter_runs_channels_in_lanes(g) &&
+         backward_filter_runs_direct(nchw_twin(params), DirectFilterScope::FewChannels);
 }
 
 void backward_filter_as_nchw(const ConvGeometry& g, const convjit_conv_params& params, int threads, const float* x,
                              const float* dy, float* dw) {
   backward_filter_on_twin(g, threads, x, dy, dw, [&](const float* tx, const float* tdy, float* tdw) {
-    run_conv_backward_filter(nchw_twin(params), threads, tx, tdy, tdw);
+    run_conv_backward_filter(nchw_twin(params), DirectFilterScope::FewChannels, threads, tx, tdy, tdw);
   });
 }
 

@@ -268,11 +268,16 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
   CONVJIT_RETURN_IF_ERROR(detail::validate_conv_backward_filter(params, x, dy, dw, &g));
   const Configuration c = detail::conv_configuration(CONVJIT_OP_CONV_BACKWARD_FILTER, *params);
   const bool as_nchw = detail::nhwc_backward_filter_runs_as_nchw(g, *params);
+  // The direct kernel sums in its own order: past its few channels, only where no compiled twin
+  // may later take the problem with the register tile's order.
+  const detail::DirectFilterScope direct = detail::nchw_backward_filter_can_run_as_nhwc(g)
+                                               ? detail::DirectFilterScope::FewChannels
+                                               : detail::DirectFilterScope::InsteadOfTile;
   auto run_tier0 = [&](int threads) {
     if (as_nchw) {
       detail::backward_filter_as_nchw(g, *params, threads, x, dy, dw);
     } else {
-      detail::run_conv_backward_filter(g, threads, x, dy, dw);
+      detail::run_conv_backward_filter(g, direct, threads, x, dy, dw);
     }
   };
   // Where tier 0 sums in another order (its own kernels), compiled rows would change the bits.

@@ -93,7 +93,9 @@ std::string pool_jit_declined_because(const PoolGeometry& g, PoolOp op, const ji
 std::string filter_rows_problem(const ConvGeometry& g, const convjit_conv_params& params, ConvGeometry* runs) {
   const std::string op = op_name(CONVJIT_OP_CONV_BACKWARD_FILTER);
   if (g.layout == CONVJIT_NCHW) {
-    if (backward_filter_runs_direct(g)) return op + " with few channels per group: tier 0's direct kernel";
+    if (backward_filter_runs_direct(g, DirectFilterScope::FewChannels)) {
+      return op + " with few channels per group: tier 0's direct kernel";
+    }
     if (!nchw_backward_filter_can_run_as_nhwc(g)) {
       return "NCHW " + op + ": copies to its NHWC twin too large, or too costly for its flops";
     }

@@ -87,7 +87,7 @@ bool filter_rows_match(jit::Backend& backend, jit::Isa isa, const ConvDims& d, R
   const std::vector<float> dy = random_floats(rng, ref::conv_output_elements(d));
   const int64_t weights = ref::conv_weight_elements(d);
   std::vector<float> want = nan_buffer(weights);
-  detail::run_conv_backward_filter(g, 1, x.data(), dy.data(), want.data());
+  detail::run_conv_backward_filter(g, detail::DirectFilterScope::FewChannels, 1, x.data(), dy.data(), want.data());
   const std::vector<double> oracle = ref::conv_backward_filter(d, x.data(), dy.data());
   for (int threads = 1; threads <= 3; ++threads) {
     GuardedOutput got(weights);
