@@ -101,7 +101,12 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
   const int64_t groups = kernel.depthwise ? 1 : g.groups, oc_per_group = kernel.depthwise ? g.groups : g.oc_per_group;
   const int64_t oc_blocks = (oc_per_group + kernel.oc_block - 1) / kernel.oc_block;
   const int64_t wanted = tasks_wanted(threads);
-  const int64_t wanted_chunks = std::clamp<int64_t>((wanted + groups - 1) / groups, 1, oc_blocks);
+  // And enough that a task's dw fits half the L2: each call of a task's rows reads and writes all
+  // of it, and a run of rows with other real taps (a padded first or last row) comes back to it.
+  const int64_t cache_chunks =
+      int64_t(double(oc_per_group) * double(g.reduction) * sizeof(float) / double(l2_cache_bytes() / 2)) + 1;
+  const int64_t wanted_chunks =
+      std::clamp<int64_t>(std::max((wanted + groups - 1) / groups, cache_chunks), 1, oc_blocks);
   const int64_t chunk_blocks = (oc_blocks + wanted_chunks - 1) / wanted_chunks;
   const int64_t oc_chunks = (oc_blocks + chunk_blocks - 1) / chunk_blocks;
   const int64_t wanted_tap_chunks =
