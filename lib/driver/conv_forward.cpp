@@ -206,38 +206,39 @@ bool writes_few_streams(const ConvGeometry& g, const convjit_conv_kernel* specia
          g.reduction <= kFewStreamsMaxReduction;
 }
 
+// A channel block's [oc][k] weight rows for the generic tile: w's own, or, where the call packs a
+// backward problem's weights in place (no w), formed into `room` the first time a segment of the
+// block needs them.
+class BlockRows {
+ public:
+  BlockRows(const ConvGeometry& g, const float* w, const float* w_backward, float* room, int64_t first_oc,
+            int64_t oc_count)
+      : g_(g), w_(w), w_backward_(w_backward), room_(room), first_oc_(first_oc), oc_count_(oc_count) {}
+  const float* get() {
+    if (w_) return w_ + first_oc_ * g_.reduction;
+    if (!formed_) weight_rows_from_backward(g_, w_backward_, first_oc_, oc_count_, room_);
+    formed_ = true;
+    return room_;
+  }
+
+ private:
+  const ConvGeometry& g_;
+  const float *w_, *w_backward_;
+  float* room_;
+  int64_t first_oc_, oc_count_;
+  bool formed_ = false;
+};
+
 // A tile through a row kernel, segment by segment.
 void run_rows(const ConvGeometry& g, convjit_conv_tile_fn generic, const convjit_conv_kernel& specialized,
-              const convjit_conv_tile& tile, const InputBand& band) {
+              const convjit_conv_tile& tile, const InputBand& band, BlockRows& rows) {
   for_each_viewed_segment(g, specialized, tile, band, [&](convjit_conv_tile& segment, bool viewed, int64_t done) {
     segment.y = tile.y + done * g.y.spatial[2];
-    if (viewed)
+    if (viewed) {
       specialized.compute(&g, &segment);
-    else
+    } else {
+      segment.w = rows.get();
       generic(&g, &segment);
-  });
-}
-
-// A tile through a packing row kernel, rows outside: each segment's view is made once and every
-// channel block of [first_oc, end_oc) runs on it, its weights packed again per segment. y_tile is
-// y at (n, channel 0, od, first pixel of the tile).
-void run_rows_then_channel_blocks(const ConvGeometry& g, convjit_conv_tile_fn generic,
-                                  const convjit_conv_kernel& specialized, const convjit_conv_tile& tile,
-                                  const InputBand& band, int64_t first_oc, int64_t end_oc, const float* w,
-                                  const float* bias, float* y_tile, float* packed) {
-  for_each_viewed_segment(g, specialized, tile, band, [&](const convjit_conv_tile& segment, bool viewed, int64_t done) {
-    for (int64_t oc = first_oc; oc < end_oc; oc += specialized.oc_block) {
-      convjit_conv_tile block = segment;
-      block.w = w + oc * g.reduction;
-      block.bias = bias ? bias + oc : nullptr;
-      block.y = y_tile + oc * g.y.channel + done * g.y.spatial[2];
-      block.oc_count = std::min(specialized.oc_block, end_oc - oc);
-      if (viewed) {
-        pack_weights_k_major(g, block.w, block.oc_count, specialized.oc_block, packed);
-        specialized.compute(&g, &block);
-      } else {
-        generic(&g, &block);
-      }
     }
   });
 }
@@ -250,10 +251,50 @@ struct ForwardPlan {
   bool flat;        // tiles of whole rows go to the row kernel as one flattened segment
   bool rows_outer;  // a packing row kernel's rows outside its channel blocks
   int64_t oc_block, packed_floats;
+  // Packing from a backward problem's weights (run_conv_forward_on_backward_weights), and the room
+  // after the packed block for the block's rows, formed where the generic tile needs them.
+  const float* w_backward = nullptr;
+  int64_t rows_floats = 0;
   ForwardTiling tiling;
   ConvGeometry grid_g;  // flat only: g with y.channel = the scratch floats of the largest tile's grid
   GridMap grid_map;     // flat only, for a kernel that compacts grids
 };
+
+// Packs the weights of the channel block [first_oc, first_oc + oc_count) for the plan's packing
+// kernel: from w's rows, or in place from a backward problem's weights.
+void pack_block(const ConvGeometry& g, const ForwardPlan& p, const float* w, int64_t first_oc, int64_t oc_count,
+                float* packed) {
+  if (p.w_backward) {
+    pack_weights_k_major_from_backward(g, p.w_backward, first_oc, oc_count, p.specialized->oc_block, packed);
+  } else {
+    pack_weights_k_major(g, w + first_oc * g.reduction, oc_count, p.specialized->oc_block, packed);
+  }
+}
+
+// A tile through a packing row kernel, rows outside: each segment's view is made once and every
+// channel block of [first_oc, end_oc) runs on it, its weights packed again per segment. y_tile is
+// y at (n, channel 0, od, first pixel of the tile).
+void run_rows_then_channel_blocks(const ConvGeometry& g, const ForwardPlan& p, const convjit_conv_tile& tile,
+                                  const InputBand& band, int64_t first_oc, int64_t end_oc, const float* w,
+                                  const float* bias, float* y_tile, float* packed) {
+  const convjit_conv_kernel& specialized = *p.specialized;
+  for_each_viewed_segment(g, specialized, tile, band, [&](const convjit_conv_tile& segment, bool viewed, int64_t done) {
+    for (int64_t oc = first_oc; oc < end_oc; oc += specialized.oc_block) {
+      convjit_conv_tile block = segment;
+      block.bias = bias ? bias + oc : nullptr;
+      block.y = y_tile + oc * g.y.channel + done * g.y.spatial[2];
+      block.oc_count = std::min(specialized.oc_block, end_oc - oc);
+      BlockRows rows(g, w, p.w_backward, packed + p.packed_floats, oc, block.oc_count);
+      if (viewed) {
+        pack_block(g, p, w, oc, block.oc_count, packed);
+        specialized.compute(&g, &block);
+      } else {
+        block.w = rows.get();
+        p.generic(&g, &block);
+      }
+    }
+  });
+}
 
 ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads) {
   const convjit_conv_kernel* specialized = kernels.specialized;
@@ -333,7 +374,7 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
   const int64_t first_oc = group * g.oc_per_group + oc_chunk * tiling.oc_chunk;
   const int64_t end_oc = std::min(first_oc + tiling.oc_chunk, (group + 1) * g.oc_per_group);
   const int64_t first_pixel = pixel_tile * tiling.pixel_tile;
-  float* scratch = thread_scratch(size_t(p.packed_floats) + kScratchFloats);
+  float* scratch = thread_scratch(size_t(p.packed_floats + p.rows_floats) + kScratchFloats);
   convjit_conv_tile tile{};
   tile.x = x + n * g.x.batch + group * g.ic_per_group * g.x.channel;
   tile.od = od;
@@ -342,7 +383,7 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
   tile.pixel_count = std::min(tiling.pixel_tile, pixels - first_pixel);
   tile.relu = relu;
   tile.packed_weights = p.packed ? scratch : nullptr;
-  tile.scratch = scratch + p.packed_floats;
+  tile.scratch = scratch + p.packed_floats + p.rows_floats;
   tile.scratch_floats = int64_t(kScratchFloats);
   // A row kernel's tile copies its padded input once, for all its channel blocks.
   const InputBand band = specialized && specialized->row_kernel ? make_band(g, tile, p.flat) : InputBand{};
@@ -350,11 +391,11 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
   if (p.flat && run_flat_rows(g, p.grid_g, p.grid_map, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile))
     return;
   if (p.rows_outer && !band.data) {
-    run_rows_then_channel_blocks(g, p.generic, *specialized, tile, band, first_oc, end_oc, w, bias, y_tile, scratch);
+    run_rows_then_channel_blocks(g, p, tile, band, first_oc, end_oc, w, bias, y_tile, scratch);
     return;
   }
   for (int64_t oc = first_oc; oc < end_oc; oc += p.oc_block) {
-    tile.w = w + oc * g.reduction;
+    tile.w = w ? w + oc * g.reduction : nullptr;
     tile.bias = bias ? bias + oc : nullptr;
     tile.y = y + n * g.y.batch + oc * g.y.channel + od * g.y.spatial[0] + first_pixel * g.y.spatial[2];
     tile.oc_count = std::min(p.oc_block, end_oc - oc);
@@ -362,11 +403,13 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
       p.generic(&g, &tile);
       continue;
     }
-    if (p.packed) pack_weights_k_major(g, tile.w, tile.oc_count, specialized->oc_block, scratch);
-    if (specialized->row_kernel)
-      run_rows(g, p.generic, *specialized, tile, band);
-    else
+    if (p.packed) pack_block(g, p, w, oc, tile.oc_count, scratch);
+    if (specialized->row_kernel) {
+      BlockRows rows(g, w, p.w_backward, scratch + p.packed_floats, oc, tile.oc_count);
+      run_rows(g, p.generic, *specialized, tile, band, rows);
+    } else {
       specialized->compute(&g, &tile);
+    }
   }
 }
 
@@ -382,6 +425,21 @@ void run_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int 
   const ForwardPlan plan = plan_conv_forward(g, kernels, threads);
   parallel_for(threads, g.batch * g.groups * g.out[0] * plan.tiling.tasks(), g.flops(),
                [&](int64_t task) { run_forward_task(g, plan, task, x, w, bias, relu, y); });
+}
+
+bool packs_backward_weights_in_place(const ConvGeometry& g, const ForwardKernels& kernels) {
+  return g.layout == CONVJIT_NHWC && kernels.specialized && kernels.specialized->packs_weights &&
+         kernels.specialized->row_kernel && !kernels.specialized->depthwise_row;
+}
+
+void run_conv_forward_on_backward_weights(const ConvGeometry& g, const ForwardKernels& kernels, int threads,
+                                          const float* x, const float* w_backward, float* y) {
+  assert(packs_backward_weights_in_place(g, kernels));
+  ForwardPlan plan = plan_conv_forward(g, kernels, threads);
+  plan.w_backward = w_backward;
+  plan.rows_floats = plan.packed_floats;
+  parallel_for(threads, g.batch * g.groups * g.out[0] * plan.tiling.tasks(), g.flops(),
+               [&](int64_t task) { run_forward_task(g, plan, task, x, nullptr, nullptr, false, y); });
 }
 
 }  // namespace convjit::detail

@@ -23,6 +23,18 @@ void transpose_weights(const ConvGeometry& g, const float* w, float* w_t);
 // identity (depthwise), else the transpose in the calling thread's operand buffer.
 const float* weights_of_the_forward(const ConvGeometry& g, const float* w);
 
+// A forward call's weights: a forward convolution's own ([oc][k] rows), or those of the backward
+// data problem that runs as the forward (`backward`, its weights `backward_w`), transposed into
+// rows only for the kernels that read rows: a compiled NHWC kernel packs its blocks from them in
+// place (lib/driver/conv_forward.hpp: run_conv_forward_on_backward_weights), so at its steady
+// state the transpose is never made (bench/RESULTS.md, "Session 32").
+struct ForwardWeights {
+  const float* rows = nullptr;
+  const ConvGeometry* backward = nullptr;
+  const float* backward_w = nullptr;
+  const float* as_rows() const { return rows ? rows : weights_of_the_forward(*backward, backward_w); }
+};
+
 // With a 1x1 kernel and stride > 1 (strided pointwise, as ResNet's downsampling shortcuts), each
 // input element is met by at most one output pixel and no other tap: dx is zero except at the
 // inputs the outputs sit on, where it is the 1x1 forward convolution of dy with the transposed

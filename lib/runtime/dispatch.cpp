@@ -59,7 +59,12 @@ void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, int threads, bo
 // twin in the other layout (as_twin) on copies of its operands.
 void run_forward_call(const detail::ConvGeometry& g, const convjit_conv_params& params, bool as_twin,
                       const detail::ConvGeometry& runs, const detail::ForwardKernels& kernels, int threads,
-                      const float* x, const float* w, const float* bias, bool relu, float* y) {
+                      const float* x, const detail::ForwardWeights& weights, const float* bias, bool relu, float* y) {
+  if (weights.backward && !as_twin && detail::packs_backward_weights_in_place(runs, kernels)) {
+    detail::run_conv_forward_on_backward_weights(runs, kernels, threads, x, weights.backward_w, y);
+    return;
+  }
+  const float* w = weights.as_rows();
   if (!as_twin) {
     detail::run_conv_forward(runs, kernels, threads, x, w, bias, relu, y);
     return;
@@ -106,14 +111,14 @@ detail::Status Runtime::Impl::conv_forward(const convjit_conv_params* params, co
   detail::ConvGeometry g;
   CONVJIT_RETURN_IF_ERROR(detail::validate_conv_forward(params, x, w, activation, y, &g));
   run_forward(detail::conv_configuration(CONVJIT_OP_CONV_FORWARD, *params, activation, bias != nullptr), g, *params, x,
-              w, bias, activation == CONVJIT_ACT_RELU, y, [](int) {});
+              {.rows = w}, bias, activation == CONVJIT_ACT_RELU, y, [](int) {});
   return detail::Status::success();
 }
 
 template <typename After>
 void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeometry& g,
-                                const convjit_conv_params& params, const float* x, const float* w, const float* bias,
-                                bool relu, float* y, After&& after) {
+                                const convjit_conv_params& params, const float* x, const detail::ForwardWeights& w,
+                                const float* bias, bool relu, float* y, After&& after) {
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
@@ -163,8 +168,8 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
       const bool same_key = compiled && spec_key(runs, params.rank, false) == compiled_key;
       detail::phase_weights(g, phase, w, w_phase);
       run_forward_call(pg, phase.forward, as_twin, runs,
-                       detail::select_tier(runs, same_key ? compiled : nullptr, isa_cap_), threads, dy, w_phase,
-                       nullptr, false, grid);
+                       detail::select_tier(runs, same_key ? compiled : nullptr, isa_cap_), threads, dy,
+                       {.rows = w_phase}, nullptr, false, grid);
       detail::spread_grid(
           g, {{phase.grid[0], phase.grid[1], phase.grid[2]}, {phase.residue[0], phase.residue[1], phase.residue[2]}},
           grid, dx, false, threads);
@@ -234,11 +239,10 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
   if (detail::strided_pointwise_backward_data_as_forward(g, *params, &forward)) {
     detail::ConvGeometry forward_geometry;
     CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(forward, &forward_geometry));
-    const float* w_t = detail::weights_of_the_forward(g, w);
     float* grid = detail::thread_rewrite_outputs(size_t(g.batch * g.in_channels * g.out_pixels()));
-    run_forward(c, forward_geometry, forward, dy, w_t, nullptr, false, grid, [&](int threads) {
-      detail::spread_grid(g, detail::strided_pointwise_placement(g), grid, dx, true, threads);
-    });
+    run_forward(
+        c, forward_geometry, forward, dy, {.backward = &g, .backward_w = w}, nullptr, false, grid,
+        [&](int threads) { detail::spread_grid(g, detail::strided_pointwise_placement(g), grid, dx, true, threads); });
     return detail::Status::success();
   }
   if (detail::BackwardDataPhases phases; detail::strided_backward_data_phases(g, *params, &phases)) {
@@ -258,7 +262,7 @@ detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* para
   }
   detail::ConvGeometry forward_geometry;
   CONVJIT_RETURN_IF_ERROR(detail::make_conv_geometry(forward, &forward_geometry));
-  run_forward(c, forward_geometry, forward, dy, detail::weights_of_the_forward(g, w), nullptr, false, dx, [](int) {});
+  run_forward(c, forward_geometry, forward, dy, {.backward = &g, .backward_w = w}, nullptr, false, dx, [](int) {});
   return detail::Status::success();
 }
 

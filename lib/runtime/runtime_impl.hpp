@@ -71,7 +71,8 @@ struct Runtime::Impl {
   // Defined in dispatch.cpp, where all its callers are.
   template <typename After>
   void run_forward(const detail::Configuration& c, const detail::ConvGeometry& g, const convjit_conv_params& params,
-                   const float* x, const float* w, const float* bias, bool relu, float* y, After&& after);
+                   const float* x, const detail::ForwardWeights& w, const float* bias, bool relu, float* y,
+                   After&& after);
   // Backward data g (params) of configuration c as the forward convolutions of its phases
   // (lib/rewrite/backward_as_forward.hpp), one call counted: the first phase's compiled kernel
   // runs every phase with its key, tier 0 the rest.

@@ -1,0 +1,127 @@
+// lib/driver/conv_forward (run_conv_forward_on_backward_weights) and lib/driver/packed_weights: the
+// NHWC forward a stride-1 backward data problem runs as, on that problem's own weights. On random
+// NHWC backward problems (groups, channel counts around the blocks, kernels of 1-9 taps, both
+// modes), blocks packed in place and rows formed from the backward weights equal those packed and
+// taken from the transposed weights; and with a packing row kernel that takes no row (every
+// segment goes to the generic tile, on rows formed per block), the call gives the bits of the
+// generic tile over the transposed weights, for 1 and 3 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backward_as_forward.hpp"
+#include "conv_forward.hpp"
+#include "forward_kernels.hpp"
+#include "geometry.hpp"
+#include "packed_weights.hpp"
+#include "reference/reference.hpp"
+#include "support/compare.hpp"
+#include "support/random.hpp"
+#include "support/random_shapes.hpp"
+
+namespace convjit::testing {
+namespace {
+
+// A backward data problem that runs as a forward, and that forward's geometry.
+struct Rewritten {
+  ConvDims backward;
+  detail::ConvGeometry g, forward;
+  std::string context;
+};
+
+bool rewrite(const ConvDims& d, Rewritten* out) {
+  out->backward = d;
+  out->context = describe(d);
+  const convjit_conv_params params = d.to_c();
+  convjit_conv_params forward;
+  return detail::make_conv_geometry(params, &out->g).ok() &&
+         detail::backward_data_as_forward(out->g, params, &forward) &&
+         detail::make_conv_geometry(forward, &out->forward).ok();
+}
+
+ConvDims random_backward(Rng& rng, int i) {
+  const int32_t rank = 1 + i % 3;
+  ShapeLimits limits;
+  limits.max_stride = 1;
+  ConvDims d = random_conv(rng, rank, Layout::NHWC, i % 2 ? Mode::Convolution : Mode::CrossCorrelation, limits);
+  d.groups = 1 + i % 3;
+  d.in_channels = d.groups * (1 + i * 7 % 37);   // the forward's output channels: blocks and tails
+  d.out_channels = d.groups * (1 + i * 5 % 11);  // its input channels
+  return d;
+}
+
+TEST(ForwardOnBackwardWeights, BlocksPackedAndRowsFormedInPlaceAreThoseOfTheTransposedWeights) {
+  Rng rng(0xBAC4);
+  int checked = 0;
+  for (int i = 0; i < 60; ++i) {
+    Rewritten r;
+    if (!rewrite(random_backward(rng, i), &r)) continue;
+    SCOPED_TRACE(r.context);
+    const detail::ConvGeometry& f = r.forward;
+    const std::vector<float> w = random_floats(rng, r.g.out_channels * r.g.reduction);
+    std::vector<float> rows(size_t(f.out_channels * f.reduction));
+    detail::transpose_weights(r.g, w.data(), rows.data());
+    for (const int64_t oc_block : {8, 16, 48}) {
+      // Blocks within a group, as the driver's tiles.
+      for (int64_t first = 0; first < f.out_channels;
+           first += std::min(oc_block, f.oc_per_group - first % f.oc_per_group)) {
+        const int64_t count = std::min(oc_block, f.oc_per_group - first % f.oc_per_group);
+        std::vector<float> want(size_t(f.reduction * oc_block), NAN), got = want;
+        detail::pack_weights_k_major(f, rows.data() + first * f.reduction, count, oc_block, want.data());
+        detail::pack_weights_k_major_from_backward(f, w.data(), first, count, oc_block, got.data());
+        EXPECT_EQ(got, want) << "block from " << first << " of " << count << " in " << oc_block;
+        std::vector<float> formed(size_t(count * f.reduction), NAN);
+        detail::weight_rows_from_backward(f, w.data(), first, count, formed.data());
+        EXPECT_TRUE(std::equal(formed.begin(), formed.end(), rows.begin() + first * f.reduction))
+            << "rows from " << first;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 100);
+}
+
+// Stands for a compiled packing row kernel that takes no row: never called.
+void unreachable_row_kernel(const convjit_conv_problem*, const convjit_conv_tile*) {
+  std::abort();
+}
+
+TEST(ForwardOnBackwardWeights, SegmentsOnTheGenericTileGetTheirBlocksRowsAndItsBits) {
+  Rng rng(0xBAC5);
+  convjit_conv_kernel takes_no_row{};
+  takes_no_row.compute = unreachable_row_kernel;
+  takes_no_row.packs_weights = 1;
+  takes_no_row.oc_block = 16;
+  takes_no_row.min_row_pixels = int64_t(1) << 40;
+  takes_no_row.row_lanes = 1;
+  takes_no_row.row_kernel = 1;
+  int ran = 0;
+  for (int i = 0; i < 30; ++i) {
+    Rewritten r;
+    if (!rewrite(random_backward(rng, i), &r)) continue;
+    SCOPED_TRACE(r.context);
+    const detail::ConvGeometry& f = r.forward;
+    const detail::GenericForwardKernel& generic = detail::generic_forward_kernel(f, detail::RowKind::Tile);
+    const detail::ForwardKernels kernels{&generic, &takes_no_row};
+    ASSERT_TRUE(detail::packs_backward_weights_in_place(f, kernels));
+    const std::vector<float> dy = random_floats(rng, ref::conv_output_elements(r.backward));
+    const std::vector<float> w = random_floats(rng, r.g.out_channels * r.g.reduction);
+    const int64_t dx_floats = ref::conv_input_elements(r.backward);
+    std::vector<float> want = nan_buffer(dx_floats);
+    detail::run_conv_forward(f, {&generic, nullptr}, 1, dy.data(), detail::weights_of_the_forward(r.g, w.data()),
+                             nullptr, false, want.data());
+    for (int threads : {1, 3}) {
+      std::vector<float> got = nan_buffer(dx_floats);
+      detail::run_conv_forward_on_backward_weights(f, kernels, threads, dy.data(), w.data(), got.data());
+      EXPECT_TRUE(bitwise_equal("dx", got, want, conv_input_shape(r.backward), r.context));
+    }
+    ++ran;
+  }
+  EXPECT_GE(ran, 20);
+}
+
+}  // namespace
+}  // namespace convjit::testing
