@@ -46,7 +46,8 @@ typedef struct convjit_conv_problem {
 
 typedef struct convjit_conv_tile {
   const float* x;      /* image n, first input channel of the tile's group */
-  const float* w;      /* weights of the tile's first output channel (reduction floats each) */
+  const float* w;      /* weights of the tile's first output channel (reduction floats each); NULL for a
+                        * packing kernel whose driver packs from other weights (a backward data problem's) */
   const float* bias;   /* bias of the tile's first output channel, or NULL */
   float* y;            /* y at (n, first output channel, od, oh, ow) */
   int64_t oc_count, od, oh, ow, pixel_count;

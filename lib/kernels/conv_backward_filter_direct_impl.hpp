@@ -125,6 +125,8 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
 struct Images {
   int64_t begin = 0, end = 0;  // this call's images
   float* saved = nullptr;      // the task's accumulators: loaded unless begin is 0, stored unless end is the batch
+  // The images of the accumulators `floats` on (none where the whole batch runs in one call).
+  Images from(int64_t floats) const { return {begin, end, saved ? saved + floats : nullptr}; }
 };
 
 // Floats of one task's saved accumulators: a block of at most a vector file per kernel row.
@@ -157,7 +159,7 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
       // reloaded around every row (bench/RESULTS.md, "Session 22").
       constexpr int V = channel_vectors<F>(Ocb);
       typename F::Vec acc[V][Rows][KW];
-      float* saved = images.saved + (kd * g.kernel[1] + kh0) * int64_t(sizeof acc / Rows / sizeof(float));
+      float* saved = images.from((kd * g.kernel[1] + kh0) * int64_t(sizeof acc / Rows / sizeof(float))).saved;
 #pragma GCC unroll 4
       for (int o = 0; o < V; ++o) {
 #pragma GCC unroll 4
@@ -281,21 +283,19 @@ template <typename F, typename P, int KW, int Stride>
 void channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x, const float* dy,
               int64_t group, int64_t oc0, int64_t count, int64_t ic, Images images, float* dw) {
   constexpr int kMaxOcb = max_block_channels<P, KW>();
-  for (; count > 0;
-       oc0 += kMaxOcb, count -= kMaxOcb, images.saved += g.kernel[0] * g.kernel[1] * saved_floats_per_row<F, P>()) {
+  const int64_t block_saved = g.kernel[0] * g.kernel[1] * saved_floats_per_row<F, P>();
+  for (int64_t block = 0; count > 0; ++block, oc0 += kMaxOcb, count -= kMaxOcb) {
+    const Images at = images.from(block * block_saved);
     switch (std::min<int64_t>(count, kMaxOcb)) {
-      case 1: block_of_channels<F, P, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, images, dw); break;
+      case 1: block_of_channels<F, P, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw); break;
       case 2:
-        if constexpr (kMaxOcb >= 2)
-          block_of_channels<F, P, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, images, dw);
+        if constexpr (kMaxOcb >= 2) block_of_channels<F, P, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
         break;
       case 3:
-        if constexpr (kMaxOcb >= 3)
-          block_of_channels<F, P, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, images, dw);
+        if constexpr (kMaxOcb >= 3) block_of_channels<F, P, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
         break;
       default:
-        if constexpr (kMaxOcb >= 4)
-          block_of_channels<F, P, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, images, dw);
+        if constexpr (kMaxOcb >= 4) block_of_channels<F, P, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
         break;
     }
   }
@@ -324,9 +324,11 @@ void direct(const ConvGeometry& g, int threads, const float* x, const float* dy,
   constexpr int64_t kMaxOcb = max_block_channels<P, KW>();
   const int64_t task_saved =
       (block_size + kMaxOcb - 1) / kMaxOcb * g.kernel[0] * g.kernel[1] * saved_floats_per_row<F, P>();
-  // Where the whole batch fits the cache (the seed network), or a range's accumulators would not
-  // fit the scratch, a task per range.
-  const int64_t ranges = threads <= 1 ? 1 : std::min(tasks, tasks_wanted(threads));
+  // Ranges for the threads, and enough that a range's accumulators fit the scratch. Where the whole
+  // batch fits the cache (the seed network), a task per range.
+  const int64_t ranges =
+      std::min(tasks, std::max(threads <= 1 ? 1 : tasks_wanted(threads),
+                               (tasks * task_saved + int64_t(kScratchFloats) - 1) / int64_t(kScratchFloats)));
   int64_t range_tasks = (tasks + ranges - 1) / ranges;
   const bool in_chunks = chunk < g.batch && range_tasks * task_saved <= int64_t(kScratchFloats);
   if (!in_chunks) range_tasks = 1;
@@ -338,8 +340,8 @@ void direct(const ConvGeometry& g, int threads, const float* x, const float* dy,
       for (int64_t task = first; task < end; ++task) {
         const int64_t group = task / per_group, block = task % per_group / g.ic_per_group, ic = task % g.ic_per_group;
         const int64_t oc0 = block * block_size, count = std::min<int64_t>(block_size, g.oc_per_group - oc0);
-        const Images images{n0, std::min(g.batch, n0 + images_per_call),
-                            saved ? saved + (task - first) * task_saved : nullptr};
+        const Images images =
+            Images{n0, std::min(g.batch, n0 + images_per_call), saved}.from((task - first) * task_saved);
         channels<F, P, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, images, dw);
       }
     }

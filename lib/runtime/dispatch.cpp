@@ -9,6 +9,7 @@
 // Max and mean pooling, forward and backward, take compiled rows where the backend compiles them
 // (Xbyak), and so does backward filter (NHWC itself, NCHW as its NHWC twin) where tier 0 would
 // run its register tile.
+#include <cassert>
 #include <chrono>
 #include <cstdio>
 
@@ -61,6 +62,7 @@ void run_forward_call(const detail::ConvGeometry& g, const convjit_conv_params& 
                       const detail::ConvGeometry& runs, const detail::ForwardKernels& kernels, int threads,
                       const float* x, const detail::ForwardWeights& weights, const float* bias, bool relu, float* y) {
   if (weights.backward && !as_twin && detail::packs_backward_weights_in_place(runs, kernels)) {
+    assert(!bias && !relu && "a backward data problem has neither");
     detail::run_conv_forward_on_backward_weights(runs, kernels, threads, x, weights.backward_w, y);
     return;
   }

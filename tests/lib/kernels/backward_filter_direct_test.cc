@@ -1,11 +1,14 @@
 // lib/kernels/conv_backward_filter_direct: tier 0's NCHW direct backward filter, per ISA the host
 // has, called directly on random problems it takes (ranks 1-3, few channels, groups and depthwise,
 // kernels up to 7 wide, 2 and 3 rows high under blocks of output channels, W stride 1 and 2,
-// dilation, asymmetric padding, both modes): the oracle's values, and the same bits on AVX2 and
-// AVX-512 (both keep the contract's 8 lane chains) and for 1 and 3 threads.
+// dilation, asymmetric padding, both modes), and past the few channels (the scope where it stands
+// in for the register tile), some with the batch in chunks: the oracle's values, and the same bits
+// on AVX2 and AVX-512 (both keep the contract's 8 lane chains) and for 1 and 3 threads; and which
+// kernel the library runs in that scope.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -132,9 +135,15 @@ TEST(BackwardFilterDirectKernels, MoreChannelsWhereOnlyTheTileWouldRunAndTheBatc
     const size_t w = size_t(rank - 1);
     d.kernel[w] = std::max<int64_t>(d.kernel[w], 3);
     d.stride[w] = 1;
-    if (i % 6 == 3) {  // 1D, each image over an eighth of the L2: one image per chunk
+    if (i % 6 >= 3) {  // ranks 1-3, each image over an eighth of the L2: one image per chunk
       d.batch = 3;
-      d.in_size[0] = detail::l2_cache_bytes() / 8 / (d.in_channels + d.out_channels) + 1;
+      d.in_channels = d.groups * 3;
+      d.out_channels = d.groups * 22;
+      const int64_t pixels = detail::l2_cache_bytes() / 8 / (d.in_channels + d.out_channels) + 1;
+      const int64_t planes = rank == 3 ? 4 : 1;
+      const int64_t side = rank == 1 ? pixels : int64_t(std::ceil(std::sqrt(double(pixels) / double(planes))));
+      for (int k = 0; k < rank; ++k) d.in_size[size_t(k)] = side + d.kernel[size_t(k)] * d.dilation[size_t(k)];
+      if (rank == 3) d.in_size[0] = planes + d.kernel[0] * d.dilation[0];
     }
     detail::ConvGeometry g;
     if (!detail::make_conv_geometry(d.to_c(), &g).ok()) continue;
