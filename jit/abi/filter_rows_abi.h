@@ -27,7 +27,7 @@ enum { CONVJIT_FILTER_MAX_COLUMNS = 64 };
 
 /* What every call of a problem shares: x's and dy's element strides as the kernel steps them. */
 typedef struct convjit_filter_problem {
-  int64_t x_tap_step[2];  /* between the inputs of consecutive D taps and of consecutive H taps */
+  int64_t x_tap_step[3];  /* between the inputs of consecutive D, H and W taps */
   int64_t x_row_step;     /* between the inputs of consecutive output rows (stride along H) */
   int64_t x_output_step;  /* between the inputs of consecutive outputs along W (stride along W) */
   int64_t dy_row_step;    /* between consecutive output rows of dy */
@@ -39,7 +39,7 @@ typedef struct convjit_filter_column {
   int64_t count;
   int64_t x_offset;  /* from a row's input at W 0 to tap kw of the first of them */
   int64_t dy_offset; /* from a row's first output of the call to the first of them */
-  int64_t before, after; /* depthwise kernels: of the count, those before the call's interior and after it */
+  int64_t before, after; /* kernels with columns_at_once: of the count, those before the call's interior and after it */
 } convjit_filter_column;
 
 typedef struct convjit_filter_rows {
@@ -51,7 +51,7 @@ typedef struct convjit_filter_rows {
   int64_t tap_begin[2], tap_end[2];     /* the real D and H taps of every row: [begin, end), not empty */
   const convjit_filter_column* columns; /* kernel[2] entries */
   int64_t out_channels;                 /* of the range */
-  /* Depthwise kernels: the call's outputs along W whose every tap is real (the interior: count 0,
+  /* Kernels with columns_at_once: the call's outputs along W whose every tap is real (the interior: count 0,
    * none; then every column's outputs come before it), from a row's input at W 0 to the first
    * one's input of tap 0, and from the row's first output of the call to it. */
   int64_t interior_count, interior_x_offset, interior_dy_offset;
@@ -73,11 +73,14 @@ typedef struct convjit_filter_kernel {
   /* 1 (transposed too): a depthwise problem's kernel (one input and one output channel per group).
    * Its output channels are the problem's groups, and lane l of a block reads x at the block's
    * channel l (the same channel as dy's), not a broadcast: rows->x is at the range's first channel,
-   * and the driver treats the groups as one group of that many output channels. Every W tap of a
-   * D and H tap is summed at once over a row's interior; each column's outputs before and after
-   * it run on their own, so each chain still goes over the outputs in order. x is dense (its
+   * and the driver treats the groups as one group of that many output channels. x is dense (its
    * pixels the groups' channels apart). */
   int32_t depthwise;
+  /* 1 (depthwise kernels, and transposed ones where every W tap's accumulators fit): every W tap of
+   * a D and H tap is summed at once over a row's interior, and each column's outputs before and
+   * after it on their own, so each chain still goes over the outputs in order. The driver sets
+   * the columns' before and after and the rows' interior. */
+  int32_t columns_at_once;
 } convjit_filter_kernel;
 
 #ifdef __cplusplus

@@ -24,6 +24,8 @@ int max_ic_vectors(const IsaTraits& isa) {
   return isa.opmask ? 4 : 2;
 }
 constexpr int64_t kMaxChannels = int64_t(1) << 16;  // per group
+// Taps a block reaches from one input by register steps (x1, x2, x4 and a register of x3).
+constexpr int kMaxTapsByStep = 5;
 // A block's weights are 32-bit displacements from its first.
 static_assert(kMaxTaps * kMaxChannels * kFloatBytes * kMaxOcBlock <= INT_MAX);
 
@@ -44,17 +46,17 @@ static_assert(kMaxTaps * kMaxChannels * kFloatBytes * kMaxOcBlock <= INT_MAX);
 // vectors (then the tail block), the same nest with the roles swapped:
 //       g[v] = dy[r][o][oc vector v]; for each input channel i: acc[i][v] = fma(x[..][i], g[v], acc[i][v])
 //     into the block's dw^T panel, panel[tap][ic i][oc vector v].
-// Depthwise (transposed, the groups' channels in the lanes, x loaded at dy's channels), per real D
-// and H tap (or, where the rows have every H tap and the plan holds them, all H taps at once) with
-// every tap kw along W in registers:
-//     acc[h][kw][v] = panel[tap (d, h, kw)][channel vector v]
+// Columns at once (transposed), per real D and H tap (depthwise: or, where the rows have every H
+// tap and the plan holds them, all H taps at once) with every tap kw along W in registers:
+//     acc[h][kw][i][v] = panel[tap (d, h, kw)][ic i][oc vector v]
 //     for each row r:
 //       for each kw, each output o of column kw before the interior:
-//         acc[h][kw][v] = fma(x[tap (h, kw) at o][v], dy[r][o][v], acc[h][kw][v])
+//         g[v] = dy[r][o][v]; for each i: acc[h][kw][i][v] = fma(g[v], x[tap (h, kw) at o][i], acc[h][kw][i][v])
 //       for each output o of the interior:
-//         g[v] = dy[r][o][v]; for each h, kw: acc[h][kw][v] = fma(x[tap (h, kw) at o][v], g[v], acc[h][kw][v])
+//         g[v] = dy[r][o][v]; for each h, kw, i: acc[h][kw][i][v] = fma(g[v], x[tap (h, kw) at o][i], ...)
 //       for each kw, each output o of column kw after the interior: as before it
-//     panel[tap (d, h, kw)][v] = acc[h][kw][v]
+//     panel[tap (d, h, kw)][i][v] = acc[h][kw][i][v]
+// where depthwise (the groups' channels in the lanes) has one row i, x loaded at dy's channels.
 // tap (d, h, kw)'s weight is the flipped tap in convolution mode.
 class Generator : public CodeGenerator {
  public:
@@ -75,12 +77,14 @@ class Generator : public CodeGenerator {
   const Reg64 reg_dw_tap = rbp;  // the block's weights of the current tap
   const Reg64 reg_h_taps_left = rcx, reg_d_taps_left = rdx;
   const Reg64 reg_h_step = rcx, reg_h_step3 = rdx;  // depthwise, every H tap at once: bytes between H taps' inputs, x3
+  const Reg64 reg_w_step = r15, reg_w_step3 = rax;  // columns at once, not depthwise: between W taps' inputs, x3
 
   enum Local {
     kXRowStep,
     kDyRowStep,
     kXTapStepD,
-    kXTapStepH,  // bytes
+    kXTapStepH,
+    kXTapStepW,  // bytes
     kRows,
     kTapsD,
     kTapsH,
@@ -100,9 +104,9 @@ class Generator : public CodeGenerator {
     kDwPlane,  // the current D tap's
     kInteriorCount,
     kInteriorX,
-    kInteriorDy,  // depthwise: the call's interior (offsets in bytes)
+    kInteriorDy,  // columns at once: the call's interior (offsets in bytes)
     kXInteriorEnd,
-    kDyInteriorEnd,  // depthwise: where the current row's interior ended
+    kDyInteriorEnd,  // columns at once: where the current row's interior ended
     kLocals
   };
   Address local(Local l) { return qword[rsp + kLocalBytes * int(l)]; }
@@ -142,6 +146,7 @@ class Generator : public CodeGenerator {
     bytes_of(kDyRowStep, PROBLEM(dy_row_step));
     bytes_of(kXTapStepD, PROBLEM(x_tap_step[0]));
     bytes_of(kXTapStepH, PROBLEM(x_tap_step[1]));
+    bytes_of(kXTapStepW, PROBLEM(x_tap_step[2]));
     mov(rax, ROWS(rows));
     mov(local(kRows), rax);
     for (int d = 0; d < 2; ++d) {
@@ -159,7 +164,7 @@ class Generator : public CodeGenerator {
     mov(local(kXOrigin), rax);
     mov(rax, ROWS(dy));
     mov(local(kDyRange), rax);
-    if (plan_.depthwise) {
+    if (plan_.columns_at_once) {
       mov(rax, ROWS(interior_count));
       mov(local(kInteriorCount), rax);
       bytes_of(kInteriorX, ROWS(interior_x_offset));
@@ -262,8 +267,8 @@ class Generator : public CodeGenerator {
   }
 
   void emit_any_block(int rows, int vectors, bool masked_last) {
-    if (plan_.depthwise) {
-      emit_depthwise_block(vectors, masked_last);
+    if (plan_.columns_at_once) {
+      emit_columns_block(vectors, masked_last);
     } else {
       emit_block(rows, vectors, masked_last);
     }
@@ -358,12 +363,17 @@ class Generator : public CodeGenerator {
     jnz(column, T_NEAR);
   }
 
-  // A depthwise block of `vectors` channel vectors (the last under the tail's lane mask when
-  // masked_last). Where the plan holds every H tap's accumulators and the call's rows have every H
-  // tap, all of them at once (each row's dy read once); else H tap by H tap.
-  void emit_depthwise_block(int vectors, bool masked_last) {
+  // A block of `vectors` output channel vectors (the last under the tail's lane mask when
+  // masked_last), every W tap at once. Depthwise, where the plan holds every H tap's accumulators
+  // and the call's rows have every H tap, all of them at once (each row's dy read once); else H tap
+  // by H tap.
+  void emit_columns_block(int vectors, bool masked_last) {
     const int h_taps = plan_.depthwise_h_taps;
     Label by_h_tap, done;
+    if (!plan_.depthwise) {
+      mov(reg_w_step, local(kXTapStepW));
+      lea(reg_w_step3, ptr[reg_w_step + reg_w_step * 2]);
+    }
     if (h_taps > 1) {
       cmp(local(kTapsH), h_taps);
       jne(by_h_tap, T_NEAR);
@@ -371,32 +381,30 @@ class Generator : public CodeGenerator {
       mov(reg_dw_tap, local(kDwBlock));
       mov(reg_h_step, local(kXTapStepH));
       if (h_taps > 3) lea(reg_h_step3, ptr[reg_h_step + reg_h_step * 2]);
-      emit_depthwise_tap_rows(h_taps, vectors, masked_last);
+      emit_columns_tap_rows(h_taps, vectors, masked_last);
       jmp(done, T_NEAR);
     }
     L(by_h_tap);
-    emit_real_taps([&] { emit_depthwise_tap_rows(1, vectors, masked_last); });
+    emit_real_taps([&] { emit_columns_tap_rows(1, vectors, masked_last); });
     L(done);
   }
 
-  // h_taps H taps of a depthwise block from reg_x_tap and reg_dw_tap: every tap along W at once in
-  // a row's interior.
-  void emit_depthwise_tap_rows(int h_taps, int vectors, bool masked_last) {
+  // h_taps H taps of a columns-at-once block from reg_x_tap and reg_dw_tap: every tap along W at
+  // once in a row's interior.
+  void emit_columns_tap_rows(int h_taps, int vectors, bool masked_last) {
     const int taps_w = int(plan_.taps[2]);
     Label row, interior_done;
-    for (int kh = 0; kh < h_taps; ++kh) {
-      for (int kw = 0; kw < taps_w; ++kw) {
-        for (int v = 0; v < vectors; ++v) {
-          emit_load(acc(kh * taps_w + kw, v), tap_weight_at(kh, kw, v), masked_last && v == vectors - 1);
-        }
+    for_each_held_row(h_taps, [&](int kh, int kw, int i) {
+      for (int v = 0; v < vectors; ++v) {
+        emit_load(acc(held_row(kh, kw, i), v), tap_weight_at(kh, kw, i, v), masked_last && v == vectors - 1);
       }
-    }
+    });
     mov(reg_x_row, reg_x_tap);
     mov(reg_dy_row, local(kDyBlock));
     mov(reg_rows_left, local(kRows));
     mov(reg_column, local(kColumns));
     L(row);
-    for (int kw = 0; kw < taps_w; ++kw) emit_depthwise_edge(h_taps, kw, vectors, masked_last, false);
+    for (int kw = 0; kw < taps_w; ++kw) emit_column_edge(h_taps, kw, vectors, masked_last, false);
     mov(reg_outputs_left, local(kInteriorCount));
     test(reg_outputs_left, reg_outputs_left);
     jz(interior_done, T_NEAR);
@@ -404,28 +412,37 @@ class Generator : public CodeGenerator {
     add(reg_x, reg_x_row);
     mov(reg_dy, local(kInteriorDy));
     add(reg_dy, reg_dy_row);
-    emit_depthwise_outputs(h_taps, 0, taps_w, 0, vectors, masked_last);
+    emit_columns_outputs(h_taps, 0, taps_w, 0, vectors, masked_last);
     mov(local(kXInteriorEnd), reg_x);
     mov(local(kDyInteriorEnd), reg_dy);
-    for (int kw = 0; kw < taps_w; ++kw) emit_depthwise_edge(h_taps, kw, vectors, masked_last, true);
+    for (int kw = 0; kw < taps_w; ++kw) emit_column_edge(h_taps, kw, vectors, masked_last, true);
     L(interior_done);
     add(reg_x_row, local(kXRowStep));
     add(reg_dy_row, local(kDyRowStep));
     dec(reg_rows_left);
     jnz(row, T_NEAR);
-    for (int kh = 0; kh < h_taps; ++kh) {
-      for (int kw = 0; kw < taps_w; ++kw) {
-        for (int v = 0; v < vectors; ++v) {
-          emit_store(tap_weight_at(kh, kw, v), acc(kh * taps_w + kw, v), masked_last && v == vectors - 1);
-        }
+    for_each_held_row(h_taps, [&](int kh, int kw, int i) {
+      for (int v = 0; v < vectors; ++v) {
+        emit_store(tap_weight_at(kh, kw, i, v), acc(held_row(kh, kw, i), v), masked_last && v == vectors - 1);
       }
-    }
+    });
     add(reg_dw_tap, int(h_taps * dw_step(1)));
   }
 
+  // The accumulator rows a columns-at-once block holds for h_taps H taps, in register order.
+  template <typename Row>
+  void for_each_held_row(int h_taps, Row&& row) {
+    for (int kh = 0; kh < h_taps; ++kh) {
+      for (int kw = 0; kw < int(plan_.taps[2]); ++kw) {
+        for (int i = 0; i < plan_.tap_rows(); ++i) row(kh, kw, i);
+      }
+    }
+  }
+  int held_row(int kh, int kw, int i) const { return (kh * int(plan_.taps[2]) + kw) * plan_.tap_rows() + i; }
+
   // Column kw's outputs before the interior (from the column's first) or after it (from the
   // interior's end), tap kw only.
-  void emit_depthwise_edge(int h_taps, int kw, int vectors, bool masked_last, bool after) {
+  void emit_column_edge(int h_taps, int kw, int vectors, bool masked_last, bool after) {
     const int column = kw * int(sizeof(convjit_filter_column));
     Label done;
     mov(reg_outputs_left,
@@ -442,13 +459,13 @@ class Generator : public CodeGenerator {
       mov(reg_dy, qword[reg_column + column + int(offsetof(convjit_filter_column, dy_offset))]);
       lea(reg_dy, ptr[reg_dy_row + reg_dy * kFloatBytes]);
     }
-    emit_depthwise_outputs(h_taps, kw, kw + 1, after ? 0 : kw, vectors, masked_last);
+    emit_columns_outputs(h_taps, kw, kw + 1, after ? 0 : kw, vectors, masked_last);
     L(done);
   }
 
   // reg_outputs_left (> 0) outputs from reg_x (the output's input of tap (0, base_kw)) and reg_dy,
   // the H taps [0, h_taps) by the W taps [kw0, kw1): each output's dy vectors loaded once for all.
-  void emit_depthwise_outputs(int h_taps, int kw0, int kw1, int base_kw, int vectors, bool masked_last) {
+  void emit_columns_outputs(int h_taps, int kw0, int kw1, int base_kw, int vectors, bool masked_last) {
     Label output;
     L(output);
     for (int v = 0; v < vectors; ++v) {
@@ -456,16 +473,20 @@ class Generator : public CodeGenerator {
     }
     for (int kh = 0; kh < h_taps; ++kh) {
       for (int kw = kw0; kw < kw1; ++kw) {
-        for (int v = 0; v < vectors; ++v) {
-          const Address input =
-              ptr[h_tap_input(kh) + int((kw - base_kw) * plan_.depthwise_tap_bytes) + v * vector_bytes_];
-          const Xmm sum = acc(kh * int(plan_.taps[2]) + kw, v);
-          if (masked_last && v == vectors - 1) {
-            emit_load(broadcast(), input, true);
-            vfmadd231ps(sum, loaded(v), broadcast());
-          } else {
-            vfmadd231ps(sum, loaded(v), input);
+        const RegExp input = tap_input(kh, kw - base_kw);
+        if (plan_.depthwise) {
+          emit_depthwise_fmas(held_row(kh, kw, 0), input, vectors, masked_last);
+          continue;
+        }
+        for (int i = 0; i < plan_.tap_rows(); ++i) {
+          const RegExp channel = input + i * kFloatBytes;
+          const int row = held_row(kh, kw, i);
+          if (plan_.embedded_broadcast) {
+            vfmadd231ps(acc(row, 0), loaded(0), ptr_b[channel]);
+            continue;
           }
+          vbroadcastss(broadcast(), ptr[channel]);
+          for (int v = 0; v < vectors; ++v) vfmadd231ps(acc(row, v), loaded(v), broadcast());
         }
       }
     }
@@ -475,19 +496,42 @@ class Generator : public CodeGenerator {
     jnz(output, T_NEAR);
   }
 
-  // reg_x moved to H tap kh (of at most 5: the steps at hand are 1, 2, 4 and 3 times reg_h_step).
-  RegExp h_tap_input(int kh) const {
-    switch (kh) {
-      case 0: return RegExp(reg_x);
-      case 1: return reg_x + reg_h_step;
-      case 2: return reg_x + reg_h_step * 2;
-      case 3: return reg_x + reg_h_step3;
-      default: assert(kh == 4); return reg_x + reg_h_step * 4;
+  // Depthwise: the tap's input vectors at dy's channels into accumulator row `row`.
+  void emit_depthwise_fmas(int row, const RegExp& input, int vectors, bool masked_last) {
+    for (int v = 0; v < vectors; ++v) {
+      const Address at = ptr[input + v * vector_bytes_];
+      const Xmm sum = acc(row, v);
+      if (masked_last && v == vectors - 1) {
+        emit_load(broadcast(), at, true);
+        vfmadd231ps(sum, loaded(v), broadcast());
+      } else {
+        vfmadd231ps(sum, loaded(v), at);
+      }
     }
   }
 
-  Address tap_weight_at(int kh, int kw, int v) const {
-    return ptr[reg_dw_tap + int(kh * dw_step(1) + kw * dw_step(2)) + v * vector_bytes_];
+  // The output's input of tap (kh, kw) from reg_x (tap (0, 0)'s): depthwise, H taps by register
+  // steps and W taps by displacement (x is dense); else the one H tap's W taps by register steps.
+  RegExp tap_input(int kh, int kw) const {
+    if (plan_.depthwise) return h_tap_input(kh) + int(kw * plan_.depthwise_tap_bytes);
+    assert(kh == 0);
+    return tap_by_steps(kw, reg_w_step, reg_w_step3);
+  }
+  RegExp h_tap_input(int kh) const { return tap_by_steps(kh, reg_h_step, reg_h_step3); }
+
+  // reg_x moved by k of at most kMaxTapsByStep steps (at hand: 1, 2, 4 and 3 times `step`).
+  RegExp tap_by_steps(int k, const Reg64& step, const Reg64& step3) const {
+    switch (k) {
+      case 0: return RegExp(reg_x);
+      case 1: return reg_x + step;
+      case 2: return reg_x + step * 2;
+      case 3: return reg_x + step3;
+      default: assert(k == 4); return reg_x + step * 4;
+    }
+  }
+
+  Address tap_weight_at(int kh, int kw, int i, int v) const {
+    return ptr[reg_dw_tap + int(kh * dw_step(1) + kw * dw_step(2) + i * dw_row_step()) + v * vector_bytes_];
   }
 
   Address weight_at(int i, int v) const { return ptr[reg_dw_tap + int(i * dw_row_step()) + v * vector_bytes_]; }
@@ -510,40 +554,47 @@ class Generator : public CodeGenerator {
 
 // The code buffer: per emitted block its accumulators' loads and stores, one output's loads,
 // broadcasts and FMAs, and its loops, in instructions of at most 12 bytes.
-// Depthwise: an interior output's loads and FMAs (two per vector: a masked load and its FMA),
-// and each tap's edge loops before and after the interior.
+// Columns at once: an interior output's loads and FMAs (depthwise two per vector: a masked load
+// and its FMA), and each tap's edge loops before and after the interior.
 size_t code_bytes(const FilterPlan& plan, int blocks) {
-  const int accumulators = plan.block_rows() * plan.block_vectors();
+  const int accumulators = plan.block_rows() * plan.block_vectors(), vectors = plan.block_vectors();
   constexpr int kLoopInstructions = 40;
   int per_block = 2 * accumulators + kLoopInstructions;
-  if (plan.depthwise) {  // each nest emitted: every H tap at once (where planned), and H tap by H tap
-    const int nests = plan.depthwise_h_taps > 1 ? 2 : 1;
-    const int edge = (1 + 2 * plan.depthwise_h_taps) * plan.block_vectors() + 16;
-    per_block *= nests;
-    per_block += nests * (plan.block_vectors() + 2 * accumulators + 2 * int(plan.taps[2]) * edge);
+  if (plan.columns_at_once) {  // each nest emitted: every H tap at once (where planned), and H tap by H tap
+    const int nests = plan.depthwise_h_taps > 1 ? 2 : 1, taps_w = int(plan.taps[2]);
+    const int per_tap = plan.depthwise ? 2 * vectors : plan.tap_rows() * (1 + vectors);
+    auto outputs = [&](int w_taps) { return vectors + w_taps * plan.depthwise_h_taps * per_tap + 16; };
+    per_block = nests * (per_block + outputs(taps_w) + 2 * taps_w * outputs(1));
   } else {
     per_block += plan.block_vectors() + plan.block_rows() * (1 + plan.block_vectors());
   }
   return kFrameCodeBytes + size_t(blocks) * 12 * size_t(per_block);
 }
 
-// Output channels in the lanes: every input channel a row (depthwise: every tap along W), as many
-// vectors of output channels as fit beside each row's accumulators and the loaded dy vectors (up
-// to 4), then the tail block. False (the plan untouched) where a group's panels would not fit the
-// driver's scratch, or not one vector's rows the registers.
+// Output channels in the lanes: every input channel a row (depthwise: one), of every W tap at once
+// where that holds more accumulators than one tap's rows (depthwise: always, and of every H tap
+// the plan holds), as many vectors of output channels as fit beside the rows' accumulators and
+// the loaded dy vectors (up to 4), then the tail block. False (the plan untouched) where a group's
+// panels would not fit the driver's scratch, or not one vector's rows the registers.
 bool plan_transposed(FilterPlan* plan) {
   const int lanes = plan->isa.lanes;
   const bool mask_register = !plan->isa.opmask && plan->out_channels % lanes != 0;
   const int free_registers = plan->isa.vector_registers - 1 - (mask_register ? 1 : 0);
-  const int64_t rows = plan->depthwise ? plan->depthwise_h_taps * plan->taps[2] : plan->in_channels;
-  const int oc_vectors =
-      int(std::min<int64_t>({4, (plan->out_channels + lanes - 1) / lanes, free_registers / (rows + 1)}));
+  auto vectors_beside = [&](int64_t rows) {
+    return int(std::min<int64_t>({4, (plan->out_channels + lanes - 1) / lanes, free_registers / (rows + 1)}));
+  };
+  const int64_t tap_rows = plan->depthwise ? 1 : plan->in_channels, taps_w = plan->taps[2];
+  const bool columns_at_once =
+      plan->depthwise || (taps_w >= 2 && taps_w <= kMaxTapsByStep &&
+                          taps_w * tap_rows * vectors_beside(taps_w * tap_rows) > tap_rows * vectors_beside(tap_rows));
+  const int oc_vectors = vectors_beside(tap_rows * (columns_at_once ? plan->depthwise_h_taps * taps_w : 1));
   if (oc_vectors < 1) return false;
   const int64_t oc_block = int64_t(oc_vectors) * lanes;
   if ((plan->out_channels + oc_block - 1) / oc_block * oc_block * plan->reduction() > CONVJIT_FILTER_MAX_PANEL_FLOATS) {
     return false;
   }
   plan->transposed = true;
+  plan->columns_at_once = columns_at_once;
   plan->oc_vectors = oc_vectors;
   plan->oc_block = int(oc_block);
   plan->oc_tail = int(plan->out_channels % plan->oc_block);
@@ -593,7 +644,8 @@ FilterPlan plan_filter_nhwc(const SpecKey& key) {
     plan.depthwise_tap_bytes = key.dilation[2] * pixel_bytes;
     // Every H tap's accumulators where they fit beside a vector's (and the addressing reaches them),
     // else one H tap's.
-    plan.depthwise_h_taps = plan.taps[0] == 1 && plan.taps[1] >= 2 && plan.taps[1] <= 5 ? int(plan.taps[1]) : 1;
+    plan.depthwise_h_taps =
+        plan.taps[0] == 1 && plan.taps[1] >= 2 && plan.taps[1] <= kMaxTapsByStep ? int(plan.taps[1]) : 1;
     if (plan_transposed(&plan)) return plan;
     plan.depthwise_h_taps = 1;
     if (!plan_transposed(&plan)) {
@@ -632,6 +684,7 @@ bool generate_conv_bwd_filter_nhwc(const SpecKey& key, CompiledKernel* out, std:
         out->filter.oc_block = plan.oc_block;
         out->filter.transposed = plan.transposed ? 1 : 0;
         out->filter.depthwise = plan.depthwise ? 1 : 0;
+        out->filter.columns_at_once = plan.columns_at_once ? 1 : 0;
       },
       out, error);
 }

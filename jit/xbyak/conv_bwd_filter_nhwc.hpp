@@ -18,7 +18,9 @@ namespace convjit::jit::xbyak {
 // input channels in the lanes (rows: output channels, each dy channel broadcast), or, where they
 // would fill under half a vector, the output channels in the lanes (rows: every input channel,
 // each x channel broadcast), accumulating dw^T panels (filter_rows_abi.h); a depthwise problem is
-// the latter with one row, its groups the output channels and x loaded at dy's channels. The vector register
+// the latter with one row, its groups the output channels and x loaded at dy's channels.
+// Transposed, the block holds every W tap's rows at once where they fit and outnumber one tap's
+// (depthwise: always), and a depthwise block every H tap's too where they fit. The vector register
 // map: block_rows() x block_vectors() accumulators, then the loaded vectors of one output, then the
 // broadcast (none where it is broadcast inside the FMA), then AVX2's tail lane mask.
 struct FilterPlan {
@@ -29,6 +31,7 @@ struct FilterPlan {
   bool transposed = false;                    // the output channels in the lanes
   bool depthwise = false;                     // transposed, the groups' channels in the lanes (x loaded)
   int64_t depthwise_tap_bytes = 0;            // depthwise: between the inputs of consecutive W taps
+  bool columns_at_once = false;  // transposed: every W tap's rows at once (filter_rows_abi.h's columns_at_once)
   int depthwise_h_taps = 1;  // depthwise: H taps whose accumulators the block holds at once (KD 1, KH <= 5), or 1
   int oc_block = 0;                           // output channels per register block (<= out_channels unless transposed)
   int oc_tail = 0;                            // output channels of the group's last block, 0: none
@@ -44,8 +47,12 @@ struct FilterPlan {
   int vector_registers_used = 0;
   std::string unsupported;  // why the key is not generated, or empty
   int64_t reduction() const { return taps[0] * taps[1] * taps[2] * in_channels; }
-  // Accumulator rows: output channels, or transposed input channels (depthwise: the taps along W).
-  int block_rows() const { return transposed ? int(depthwise ? depthwise_h_taps * taps[2] : in_channels) : oc_block; }
+  // Transposed: accumulator rows per tap, the input channels (depthwise: one).
+  int tap_rows() const { return depthwise ? 1 : int(in_channels); }
+  // Accumulator rows: output channels, or transposed a tap's rows for every tap held at once.
+  int block_rows() const {
+    return transposed ? tap_rows() * (columns_at_once ? depthwise_h_taps * int(taps[2]) : 1) : oc_block;
+  }
   int block_vectors() const { return transposed ? oc_vectors : ic_vectors; }
   int tail_lanes() const { return transposed ? oc_tail_lanes : ic_tail_lanes; }  // the lane mask's
   bool lane_tail() const {

@@ -49,7 +49,7 @@ void real_columns(const ConvGeometry& g, int64_t o0, int64_t o1, convjit_filter_
   }
 }
 
-// Depthwise kernels: the call's interior along W (the outputs of [o0, o0 + n) whose every tap is
+// Kernels with columns_at_once: the call's interior along W (the outputs of [o0, o0 + n) whose every tap is
 // real, where the columns' runs overlap) and each column's outputs before and after it.
 void split_at_interior(const ConvGeometry& g, int64_t o0, convjit_filter_column* columns, convjit_filter_rows* call) {
   int64_t lo = 0, hi = INT64_MAX;  // the interior, from o0
@@ -84,6 +84,7 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
   convjit_filter_problem problem{};
   problem.x_tap_step[0] = step_between_real(g.dilation[0], g.in[0], g.x.spatial[0]);
   problem.x_tap_step[1] = step_between_real(g.dilation[1], g.in[1], g.x.spatial[1]);
+  problem.x_tap_step[2] = step_between_real(g.dilation[2], g.in[2], g.x.spatial[2]);
   problem.x_row_step = step_between_real(g.stride[1], g.in[1], g.x.spatial[1]);
   problem.x_output_step = step_between_real(g.stride[2], g.in[2], g.x.spatial[2]);
   problem.dy_row_step = g.y.spatial[1];
@@ -176,7 +177,7 @@ void run_conv_backward_filter_rows(const ConvGeometry& g, int threads, const flo
                                 oh * g.y.spatial[1];
           for (int64_t o0 = 0; o0 < g.out[2]; o0 += segment) {
             real_columns(g, o0, std::min(g.out[2], o0 + segment), columns);
-            if (kernel.depthwise) split_at_interior(g, o0, columns, &call);
+            if (kernel.columns_at_once) split_at_interior(g, o0, columns, &call);
             call.dy = dy_row + o0 * g.y.spatial[2];
             kernel.compute(&problem, &call);
           }

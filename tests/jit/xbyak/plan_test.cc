@@ -245,7 +245,8 @@ TEST(XbyakPlans, PoolBackwardPlansWriteFirstReachedTapsAndCarrySharedColumns) {
 // the input vectors (up to 12, at most the group's), full input-channel blocks and a tail that
 // together cover the group's channels, and a code buffer growing with the blocks it must emit;
 // under half a vector of input channels, the output channels in the lanes (every input channel a
-// row, as many output vectors as fit, up to 4, the tail covering the rest);
+// row, of every W tap where that holds more accumulators, as many output vectors as fit, up to 4,
+// the tail covering the rest);
 // NCHW keys, W kernels beyond the driver's columns and other ops refused with the reason.
 TEST(XbyakPlans, FilterPlansFitTheIsasRegistersAndCoverTheChannels) {
   for (jit::Isa isa : kIsas) {
@@ -266,12 +267,16 @@ TEST(XbyakPlans, FilterPlansFitTheIsasRegistersAndCoverTheChannels) {
         EXPECT_LE(plan.vector_registers_used, plan.isa.vector_registers);
         EXPECT_EQ(plan.transposed, 2 * ic < lanes) << "the output channels in the lanes under half a vector of inputs";
         if (plan.transposed) {
-          EXPECT_EQ(plan.block_rows(), ic);
+          const int free = plan.isa.vector_registers - 1 - (plan.isa.opmask || oc % lanes == 0 ? 0 : 1);
+          auto vectors_beside = [&](int64_t rows) {
+            return std::min<int64_t>({4, (oc + lanes - 1) / lanes, free / (rows + 1)});
+          };
+          // Every W tap's rows at once exactly where they hold more accumulators than one tap's.
+          const bool more_at_once = 3 * ic * vectors_beside(3 * ic) > ic * vectors_beside(ic);
+          EXPECT_EQ(plan.columns_at_once, more_at_once);
+          EXPECT_EQ(plan.block_rows(), more_at_once ? 3 * ic : ic);
           EXPECT_EQ(plan.oc_block, plan.oc_vectors * lanes);
-          EXPECT_EQ(plan.oc_vectors,
-                    std::min<int64_t>(
-                        {4, (oc + lanes - 1) / lanes,
-                         (plan.isa.vector_registers - 1 - (plan.isa.opmask || oc % lanes == 0 ? 0 : 1)) / (ic + 1)}));
+          EXPECT_EQ(plan.oc_vectors, vectors_beside(plan.block_rows()));
           EXPECT_EQ(plan.oc_tail, oc % plan.oc_block);
           EXPECT_EQ(plan.oc_tail_vectors > 0 ? (plan.oc_tail_vectors - 1) * lanes + plan.oc_tail_lanes : 0,
                     plan.oc_tail);
@@ -299,6 +304,14 @@ TEST(XbyakPlans, FilterPlansFitTheIsasRegistersAndCoverTheChannels) {
       }
     }
     detail::ConvGeometry g;
+    // W taps beyond the register steps' reach (5) one at a time, however few the accumulators.
+    for (int64_t kw : {5, 6}) {
+      ASSERT_TRUE(
+          detail::make_conv_geometry(conv(2, Layout::NHWC, 1, 1, 64, 1, {8, 8, 1}, {3, kw, 1}).to_c(), &g).ok());
+      const jit::xbyak::FilterPlan plan = jit::xbyak::plan_filter_nhwc(jit::make_filter_spec_key(g, 2, isa));
+      EXPECT_TRUE(plan.transposed);
+      EXPECT_EQ(plan.columns_at_once, kw == 5) << kw;
+    }
     ASSERT_TRUE(detail::make_conv_geometry(conv(2, Layout::NCHW, 1, 8, 8, 1, {8, 8, 1}, {3, 3, 1}).to_c(), &g).ok());
     EXPECT_EQ(jit::xbyak::plan_filter_nhwc(jit::make_filter_spec_key(g, 2, isa)).unsupported, "not NHWC");
     ASSERT_TRUE(detail::make_conv_geometry(conv(1, Layout::NHWC, 1, 8, 8, 1, {80, 1, 1}, {65, 1, 1}).to_c(), &g).ok());
@@ -335,7 +348,7 @@ TEST(XbyakPlans, DepthwiseFilterPlansHoldEveryTapAlongW) {
             continue;
           }
           ASSERT_EQ(plan.unsupported, "");
-          EXPECT_TRUE(plan.depthwise && plan.transposed);
+          EXPECT_TRUE(plan.depthwise && plan.transposed && plan.columns_at_once);
           const int64_t h_taps = free / (3 * kw + 1) >= 1 ? 3 : 1;
           EXPECT_EQ(plan.depthwise_h_taps, h_taps);
           EXPECT_EQ(plan.block_rows(), h_taps * kw);
