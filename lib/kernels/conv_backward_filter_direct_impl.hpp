@@ -129,10 +129,12 @@ struct Images {
   Images from(int64_t floats) const { return {begin, end, saved ? saved + floats : nullptr}; }
 };
 
-// Floats of one task's saved accumulators: a block of at most a vector file per kernel row.
+// Floats of one block's saved accumulators: at most a vector file per kernel row.
 template <typename F, typename P>
-constexpr int64_t saved_floats_per_row() {
-  return std::max(F::kRegisters * sizeof(typename F::Vec), P::kRegisters * sizeof(typename P::Vec)) / sizeof(float);
+int64_t saved_floats_per_block(const ConvGeometry& g) {
+  constexpr int64_t kPerRow =
+      std::max(F::kRegisters * sizeof(typename F::Vec), P::kRegisters * sizeof(typename P::Vec)) / sizeof(float);
+  return g.kernel[0] * g.kernel[1] * kPerRow;
 }
 
 // dw[oc0..oc0+Ocb)[ic][kd][kh0..kh0+Rows)[0..KW) for one group: the accumulators stay in registers
@@ -283,7 +285,7 @@ template <typename F, typename P, int KW, int Stride>
 void channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x, const float* dy,
               int64_t group, int64_t oc0, int64_t count, int64_t ic, Images images, float* dw) {
   constexpr int kMaxOcb = max_block_channels<P, KW>();
-  const int64_t block_saved = g.kernel[0] * g.kernel[1] * saved_floats_per_row<F, P>();
+  const int64_t block_saved = saved_floats_per_block<F, P>(g);
   for (int64_t block = 0; count > 0; ++block, oc0 += kMaxOcb, count -= kMaxOcb) {
     const Images at = images.from(block * block_saved);
     switch (std::min<int64_t>(count, kMaxOcb)) {
@@ -322,8 +324,7 @@ void direct(const ConvGeometry& g, int threads, const float* x, const float* dy,
   const int64_t image_floats = g.ic_per_group * g.in[0] * g.in[1] * g.in[2] + g.oc_per_group * g.out_pixels();
   const int64_t chunk = std::max<int64_t>(1, l2_cache_bytes() / 2 / int64_t(sizeof(float)) / image_floats);
   constexpr int64_t kMaxOcb = max_block_channels<P, KW>();
-  const int64_t task_saved =
-      (block_size + kMaxOcb - 1) / kMaxOcb * g.kernel[0] * g.kernel[1] * saved_floats_per_row<F, P>();
+  const int64_t task_saved = (block_size + kMaxOcb - 1) / kMaxOcb * saved_floats_per_block<F, P>(g);
   // Ranges for the threads, and enough that a range's accumulators fit the scratch. Where the whole
   // batch fits the cache (the seed network), a task per range.
   const int64_t ranges =
