@@ -211,7 +211,7 @@ bool writes_few_streams(const ConvGeometry& g, const convjit_conv_kernel* specia
 // block needs them.
 class BlockRows {
  public:
-  BlockRows(const ConvGeometry& g, const float* w, const float* w_backward, float* room, int64_t first_oc,
+  BlockRows(const ConvGeometry& g, const float* w, const BackwardWeights& w_backward, float* room, int64_t first_oc,
             int64_t oc_count)
       : g_(g), w_(w), w_backward_(w_backward), room_(room), first_oc_(first_oc), oc_count_(oc_count) {}
   const float* get() {
@@ -223,7 +223,8 @@ class BlockRows {
 
  private:
   const ConvGeometry& g_;
-  const float *w_, *w_backward_;
+  const float* w_;
+  const BackwardWeights w_backward_;
   float* room_;
   int64_t first_oc_, oc_count_;
   bool formed_ = false;
@@ -253,7 +254,7 @@ struct ForwardPlan {
   int64_t oc_block, packed_floats;
   // Packing from a backward problem's weights (run_conv_forward_on_backward_weights), and the room
   // after the packed block for the block's rows, formed where the generic tile needs them.
-  const float* w_backward = nullptr;
+  BackwardWeights w_backward;
   int64_t rows_floats = 0;
   ForwardTiling tiling;
   ConvGeometry grid_g;  // flat only: g with y.channel = the scratch floats of the largest tile's grid
@@ -264,7 +265,7 @@ struct ForwardPlan {
 // kernel: from w's rows, or in place from a backward problem's weights.
 void pack_block(const ConvGeometry& g, const ForwardPlan& p, const float* w, int64_t first_oc, int64_t oc_count,
                 float* packed) {
-  if (p.w_backward) {
+  if (p.w_backward.w) {
     pack_weights_k_major_from_backward(g, p.w_backward, first_oc, oc_count, p.specialized->oc_block, packed);
   } else {
     pack_weights_k_major(g, w + first_oc * g.reduction, oc_count, p.specialized->oc_block, packed);
@@ -433,7 +434,7 @@ bool packs_backward_weights_in_place(const ConvGeometry& g, const ForwardKernels
 }
 
 void run_conv_forward_on_backward_weights(const ConvGeometry& g, const ForwardKernels& kernels, int threads,
-                                          const float* x, const float* w_backward, float* y) {
+                                          const float* x, const BackwardWeights& w_backward, float* y) {
   assert(packs_backward_weights_in_place(g, kernels));
   ForwardPlan plan = plan_conv_forward(g, kernels, threads);
   plan.w_backward = w_backward;

@@ -6,6 +6,7 @@
 #include "conv_tile_abi.h"
 #include "forward_kernels.hpp"
 #include "geometry.hpp"
+#include "packed_weights.hpp"
 
 namespace convjit::detail {
 
@@ -21,13 +22,13 @@ struct ForwardKernels {
 void run_conv_forward(const ConvGeometry& g, const ForwardKernels& kernels, int threads, const float* x,
                       const float* w, const float* bias, bool relu, float* y);
 
-// The NHWC forward a backward data problem runs as (lib/rewrite/backward_as_forward.hpp), on that
-// problem's own weights w_backward, without the transposed weights: where the kernel that runs
-// packs its weights (a compiled NHWC row kernel), each block is packed from them in place (a packed
-// row is a run of them; lib/driver/packed_weights.hpp), and a segment that goes to the generic
-// tile gets its block's rows formed from them. No bias, no relu (a backward has neither).
+// The NHWC forward a backward data problem runs as (lib/rewrite/backward_as_forward.hpp; its twin
+// where the problem is NCHW), on that problem's own weights, without the transposed weights: where
+// the kernel that runs packs its weights (a compiled NHWC row kernel), each block is packed from
+// them in place (lib/driver/packed_weights.hpp), and a segment that goes to the generic tile gets
+// its block's rows formed from them. No bias, no relu (a backward has neither).
 bool packs_backward_weights_in_place(const ConvGeometry& g, const ForwardKernels& kernels);
 void run_conv_forward_on_backward_weights(const ConvGeometry& g, const ForwardKernels& kernels, int threads,
-                                          const float* x, const float* w_backward, float* y);
+                                          const float* x, const BackwardWeights& w_backward, float* y);
 
 }  // namespace convjit::detail

@@ -14,16 +14,26 @@ namespace convjit::detail {
 
 void pack_weights_k_major(const ConvGeometry& g, const float* w, int64_t oc_count, int64_t oc_block, float* packed);
 
-// The same for an NHWC forward g that a backward data problem runs as (lib/rewrite/
-// backward_as_forward.hpp), from that problem's own OHWI weights w_backward, [oc'][tap][ic'] per
-// group, whose ic' are g's output channels and oc' g's input channels, taps in the same order: a
-// packed row (tap, oc') of the block from first_oc is the run at w_backward[oc'][tap][first_oc's
-// ic'], a copy; the transposed weights are never formed.
-void pack_weights_k_major_from_backward(const ConvGeometry& g, const float* w_backward, int64_t first_oc,
+// A backward data problem's own weights as the NHWC forward g it runs as (lib/rewrite/
+// backward_as_forward.hpp; the forward's twin where the problem is NCHW) reads them: g's input
+// channels are the problem's output channels oc', g's output channels its input channels ic', and
+// element (oc', tap, ic') of a group is at w[oc' * taps * ic' count + tap * tap_step + ic' * ic_step],
+// taps in the same order: OHWI (an NHWC problem) tap_step = the ic' count, ic_step = 1; OIHW
+// (NCHW) tap_step = 1, ic_step = taps.
+struct BackwardWeights {
+  const float* w = nullptr;
+  int64_t tap_step = 0, ic_step = 0;
+};
+BackwardWeights backward_weights(const ConvGeometry& backward, const float* w);
+
+// pack_weights_k_major for the block of g's output channels from first_oc, from backward weights:
+// a packed row (tap, oc') is the run of ic' from first_oc's at (oc', tap) (a copy where ic_step is
+// 1); the transposed weights are never formed.
+void pack_weights_k_major_from_backward(const ConvGeometry& g, const BackwardWeights& w, int64_t first_oc,
                                         int64_t oc_count, int64_t oc_block, float* packed);
 // And that block's [oc][k] rows (what pack_weights_k_major reads), for a segment the generic tile
-// takes: per tap a transpose.
-void weight_rows_from_backward(const ConvGeometry& g, const float* w_backward, int64_t first_oc, int64_t oc_count,
+// takes.
+void weight_rows_from_backward(const ConvGeometry& g, const BackwardWeights& w, int64_t first_oc, int64_t oc_count,
                                float* rows);
 
 }  // namespace convjit::detail

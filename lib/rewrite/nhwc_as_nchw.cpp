@@ -114,9 +114,9 @@ bool nhwc_runs_as_nchw(const ConvGeometry& g) {
 #endif
 }
 
-bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa) {
+bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa, bool backward_weights) {
 #if defined(__x86_64__)
-  const int64_t copied = copied_floats(g);
+  int64_t copied = copied_floats(g);
   if (g.layout != CONVJIT_NCHW || copied > kMaxCopiedFloats) return false;
   // Depthwise: where NCHW has no depthwise kernel of its own, NHWC's (the groups in the lanes).
   // Its chains are NCHW's (one input channel: the taps in weight order), so the bits are too.
@@ -129,6 +129,7 @@ bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa) {
   // NCHW row kernels put output pixels along W in the lanes. Not where the twin would run as NCHW
   // again (few output channels).
   if (g.oc_per_group <= kDirectMaxOutputChannels) return false;
+  if (backward_weights) copied = activation_floats(g);
   // At W stride 1, short rows (those some ISA's row kernels would flatten) whose kernel's W span
   // would make over a fifth of a flattened grid junk columns: NCHW's kernels then either compute
   // those columns, or run the rows one by one in partial vectors or on the generic tier, where
@@ -146,12 +147,13 @@ bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa) {
 #else
   (void)g;
   (void)max_isa;
+  (void)backward_weights;
   return false;
 #endif
 }
 
-bool forward_runs_as_twin(const ConvGeometry& g, jit::Isa max_isa) {
-  return nhwc_runs_as_nchw(g) || nchw_runs_as_nhwc(g, max_isa);
+bool forward_runs_as_twin(const ConvGeometry& g, jit::Isa max_isa, bool backward_weights) {
+  return nhwc_runs_as_nchw(g) || nchw_runs_as_nhwc(g, max_isa, backward_weights);
 }
 
 ConvGeometry forward_twin(const convjit_conv_params& params) {
@@ -172,8 +174,8 @@ TwinCopies copy_to_twin(const ConvGeometry& g, const convjit_conv_params& params
   float* w_twin = copies + x_floats;
   transpose_images(g.batch, in_pixels, g.in_channels, x, x_twin, to_nchw, threads);
   // Weights per output channel: [tap][ic] (OHWI) <-> [ic][tap] (OIHW).
-  transpose_images(g.out_channels, g.taps, g.ic_per_group, w, w_twin, to_nchw, threads);
-  TwinCopies c{params, x_twin, w_twin, w_twin + w_floats};
+  if (w) transpose_images(g.out_channels, g.taps, g.ic_per_group, w, w_twin, to_nchw, threads);
+  TwinCopies c{params, x_twin, w ? w_twin : nullptr, w_twin + w_floats};
   c.params.layout = to_nchw ? CONVJIT_NCHW : CONVJIT_NHWC;
   return c;
 }

@@ -22,15 +22,18 @@
 namespace convjit::detail {
 
 bool nhwc_runs_as_nchw(const ConvGeometry& g);
-// max_isa: the runtime's cap (the kernels NCHW has at it decide some rules).
-bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa);
-bool forward_runs_as_twin(const ConvGeometry& g, jit::Isa max_isa);  // either of them
+// max_isa: the runtime's cap (the kernels NCHW has at it decide some rules). backward_weights: g
+// is the forward a backward data problem runs as, on that problem's weights, which the twin's
+// compiled kernels pack in place (lib/driver/conv_forward.hpp): they are not among the copies.
+bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa, bool backward_weights);
+bool forward_runs_as_twin(const ConvGeometry& g, jit::Isa max_isa, bool backward_weights);  // either of them
 // The twin of a valid problem in the other layout: what runs when forward_runs_as_twin.
 ConvGeometry forward_twin(const convjit_conv_params& params);
 // The NCHW twin of a valid NHWC problem.
 ConvGeometry nchw_twin(const convjit_conv_params& params);
 
-// Copies of a problem's operands in its twin's layout (x, weights) and room for the twin's output.
+// Copies of a problem's operands in its twin's layout (x, and the weights unless w is null: a
+// backward problem's that the twin packs in place) and room for the twin's output.
 struct TwinCopies {
   convjit_conv_params params;  // the twin's
   const float* x;

@@ -61,9 +61,17 @@ void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, int threads, bo
 void run_forward_call(const detail::ConvGeometry& g, const convjit_conv_params& params, bool as_twin,
                       const detail::ConvGeometry& runs, const detail::ForwardKernels& kernels, int threads,
                       const float* x, const detail::ForwardWeights& weights, const float* bias, bool relu, float* y) {
-  if (weights.backward && !as_twin && detail::packs_backward_weights_in_place(runs, kernels)) {
+  if (weights.backward && detail::packs_backward_weights_in_place(runs, kernels)) {
     assert(!bias && !relu && "a backward data problem has neither");
-    detail::run_conv_forward_on_backward_weights(runs, kernels, threads, x, weights.backward_w, y);
+    const detail::BackwardWeights backward = detail::backward_weights(*weights.backward, weights.backward_w);
+    if (!as_twin) {
+      detail::run_conv_forward_on_backward_weights(runs, kernels, threads, x, backward, y);
+      return;
+    }
+    // The twin copies only x and y: its kernel packs the problem's own weights.
+    const detail::TwinCopies twin = detail::copy_to_twin(g, params, x, nullptr, threads);
+    detail::run_conv_forward_on_backward_weights(runs, kernels, threads, twin.x, backward, twin.y);
+    detail::copy_output_from_twin(g, twin, y, threads);
     return;
   }
   const float* w = weights.as_rows();
@@ -124,7 +132,7 @@ void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeomet
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
-  const bool as_twin = detail::forward_runs_as_twin(g, isa_cap_);
+  const bool as_twin = detail::forward_runs_as_twin(g, isa_cap_, w.backward != nullptr);
   const detail::ConvGeometry runs = as_twin ? detail::forward_twin(params) : g;
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, runs, params.rank, relu, &reading);
@@ -146,7 +154,7 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   // every phase with its key (a phase whose rows take another ISA runs on tier 0).
   detail::ConvGeometry first;
   detail::make_conv_geometry(phases.phase[0].forward, &first);  // checked by the rule
-  const bool as_twin = detail::forward_runs_as_twin(first, isa_cap_);
+  const bool as_twin = detail::forward_runs_as_twin(first, isa_cap_, false);
   auto runs_of = [&](const detail::BackwardDataPhase& phase, const detail::ConvGeometry& pg) {
     return as_twin ? detail::forward_twin(phase.forward) : pg;
   };

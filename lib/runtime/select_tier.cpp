@@ -38,6 +38,7 @@ bool compiled_forward_problem(const Configuration& c, jit::Isa max_isa, ConvGeom
   if (c.op != CONVJIT_OP_CONV_FORWARD && c.op != CONVJIT_OP_CONV_BACKWARD_DATA) return false;
   if (!make_conv_geometry(c.conv, g).ok()) return false;
   convjit_conv_params forward = c.conv;
+  bool backward_weights = false;  // the forward runs on the backward problem's weights
   if (c.op == CONVJIT_OP_CONV_BACKWARD_DATA) {
     // dispatch.cpp's order: strided pointwise, the phases (the first's kernel serves all), stride 1.
     bool as_forward = strided_pointwise_backward_data_as_forward(*g, c.conv, &forward);
@@ -45,11 +46,13 @@ bool compiled_forward_problem(const Configuration& c, jit::Isa max_isa, ConvGeom
     if (!as_forward && strided_backward_data_phases(*g, c.conv, &phases)) {
       forward = phases.phase[0].forward;
       as_forward = true;
+    } else {
+      as_forward = as_forward || backward_data_as_forward(*g, c.conv, &forward);
+      backward_weights = true;
     }
-    as_forward = as_forward || backward_data_as_forward(*g, c.conv, &forward);
     if (!as_forward || !make_conv_geometry(forward, g).ok()) return false;
   }
-  if (forward_runs_as_twin(*g, max_isa)) *g = forward_twin(forward);
+  if (forward_runs_as_twin(*g, max_isa, backward_weights)) *g = forward_twin(forward);
   return true;
 }
 

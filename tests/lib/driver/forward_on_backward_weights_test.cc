@@ -1,9 +1,10 @@
 // lib/driver/conv_forward (run_conv_forward_on_backward_weights) and lib/driver/packed_weights: the
-// NHWC forward a stride-1 backward data problem runs as, on that problem's own weights. On random
-// NHWC backward problems (groups, channel counts around the blocks, kernels of 1-9 taps, both
-// modes), blocks packed in place and rows formed from the backward weights equal those packed and
-// taken from the transposed weights; and with a packing row kernel that takes no row (every
-// segment goes to the generic tile, on rows formed per block), the call gives the bits of the
+// NHWC forward a stride-1 backward data problem runs as (an NCHW problem: the forward's NHWC twin),
+// on that problem's own weights. On random backward problems of both layouts (groups, channel
+// counts around the blocks, kernels of 1-9 taps, both modes), blocks packed in place and rows
+// formed from the backward weights (OHWI or OIHW) equal those packed and taken from the transposed
+// weights in the NHWC forward's layout; and with a packing row kernel that takes no row (every
+// segment goes to the generic tile, on rows formed per block), an NHWC call gives the bits of the
 // generic tile over the transposed weights, for 1 and 3 threads.
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include "conv_forward.hpp"
 #include "forward_kernels.hpp"
 #include "geometry.hpp"
+#include "nhwc_as_nchw.hpp"
 #include "packed_weights.hpp"
 #include "reference/reference.hpp"
 #include "support/compare.hpp"
@@ -25,7 +27,8 @@
 namespace convjit::testing {
 namespace {
 
-// A backward data problem that runs as a forward, and that forward's geometry.
+// A backward data problem that runs as a forward, and the NHWC forward's geometry (an NCHW
+// problem's: the forward's twin).
 struct Rewritten {
   ConvDims backward;
   detail::ConvGeometry g, forward;
@@ -37,16 +40,41 @@ bool rewrite(const ConvDims& d, Rewritten* out) {
   out->context = describe(d);
   const convjit_conv_params params = d.to_c();
   convjit_conv_params forward;
-  return detail::make_conv_geometry(params, &out->g).ok() &&
-         detail::backward_data_as_forward(out->g, params, &forward) &&
-         detail::make_conv_geometry(forward, &out->forward).ok();
+  if (!detail::make_conv_geometry(params, &out->g).ok() ||
+      !detail::backward_data_as_forward(out->g, params, &forward)) {
+    return false;
+  }
+  if (d.layout == Layout::NCHW) {
+    out->forward = detail::forward_twin(forward);
+    return true;
+  }
+  return detail::make_conv_geometry(forward, &out->forward).ok();
 }
 
-ConvDims random_backward(Rng& rng, int i) {
+// The NHWC forward's weight rows, [oc][tap][ic], from the transposed weights (in the problem's
+// layout: an NCHW problem's are [oc][ic][tap]).
+std::vector<float> forward_rows(const Rewritten& r, const std::vector<float>& w) {
+  const detail::ConvGeometry& f = r.forward;
+  std::vector<float> transposed(size_t(f.out_channels * f.reduction));
+  detail::transpose_weights(r.g, w.data(), transposed.data());
+  if (r.backward.layout == Layout::NHWC) return transposed;
+  std::vector<float> rows(transposed.size());
+  for (int64_t oc = 0; oc < f.out_channels; ++oc) {
+    for (int64_t ic = 0; ic < f.ic_per_group; ++ic) {
+      for (int64_t tap = 0; tap < f.taps; ++tap) {
+        rows[size_t(oc * f.reduction + tap * f.ic_per_group + ic)] =
+            transposed[size_t(oc * f.reduction + ic * f.taps + tap)];
+      }
+    }
+  }
+  return rows;
+}
+
+ConvDims random_backward(Rng& rng, int i, Layout layout) {
   const int32_t rank = 1 + i % 3;
   ShapeLimits limits;
   limits.max_stride = 1;
-  ConvDims d = random_conv(rng, rank, Layout::NHWC, i % 2 ? Mode::Convolution : Mode::CrossCorrelation, limits);
+  ConvDims d = random_conv(rng, rank, layout, i % 2 ? Mode::Convolution : Mode::CrossCorrelation, limits);
   d.groups = 1 + i % 3;
   d.in_channels = d.groups * (1 + i * 7 % 37);   // the forward's output channels: blocks and tails
   d.out_channels = d.groups * (1 + i * 5 % 11);  // its input channels
@@ -56,14 +84,14 @@ ConvDims random_backward(Rng& rng, int i) {
 TEST(ForwardOnBackwardWeights, BlocksPackedAndRowsFormedInPlaceAreThoseOfTheTransposedWeights) {
   Rng rng(0xBAC4);
   int checked = 0;
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < 120; ++i) {
     Rewritten r;
-    if (!rewrite(random_backward(rng, i), &r)) continue;
+    if (!rewrite(random_backward(rng, i, i / 60 ? Layout::NCHW : Layout::NHWC), &r)) continue;
     SCOPED_TRACE(r.context);
     const detail::ConvGeometry& f = r.forward;
     const std::vector<float> w = random_floats(rng, r.g.out_channels * r.g.reduction);
-    std::vector<float> rows(size_t(f.out_channels * f.reduction));
-    detail::transpose_weights(r.g, w.data(), rows.data());
+    const detail::BackwardWeights backward = detail::backward_weights(r.g, w.data());
+    const std::vector<float> rows = forward_rows(r, w);
     for (const int64_t oc_block : {8, 16, 48}) {
       // Blocks within a group, as the driver's tiles.
       for (int64_t first = 0; first < f.out_channels;
@@ -71,17 +99,17 @@ TEST(ForwardOnBackwardWeights, BlocksPackedAndRowsFormedInPlaceAreThoseOfTheTran
         const int64_t count = std::min(oc_block, f.oc_per_group - first % f.oc_per_group);
         std::vector<float> want(size_t(f.reduction * oc_block), NAN), got = want;
         detail::pack_weights_k_major(f, rows.data() + first * f.reduction, count, oc_block, want.data());
-        detail::pack_weights_k_major_from_backward(f, w.data(), first, count, oc_block, got.data());
+        detail::pack_weights_k_major_from_backward(f, backward, first, count, oc_block, got.data());
         EXPECT_EQ(got, want) << "block from " << first << " of " << count << " in " << oc_block;
         std::vector<float> formed(size_t(count * f.reduction), NAN);
-        detail::weight_rows_from_backward(f, w.data(), first, count, formed.data());
+        detail::weight_rows_from_backward(f, backward, first, count, formed.data());
         EXPECT_TRUE(std::equal(formed.begin(), formed.end(), rows.begin() + first * f.reduction))
             << "rows from " << first;
         ++checked;
       }
     }
   }
-  EXPECT_GE(checked, 100);
+  EXPECT_GE(checked, 200);
 }
 
 // Stands for a compiled packing row kernel that takes no row: never called.
@@ -101,7 +129,7 @@ TEST(ForwardOnBackwardWeights, SegmentsOnTheGenericTileGetTheirBlocksRowsAndItsB
   int ran = 0;
   for (int i = 0; i < 30; ++i) {
     Rewritten r;
-    if (!rewrite(random_backward(rng, i), &r)) continue;
+    if (!rewrite(random_backward(rng, i, Layout::NHWC), &r)) continue;
     SCOPED_TRACE(r.context);
     const detail::ConvGeometry& f = r.forward;
     const detail::GenericForwardKernel& generic = detail::generic_forward_kernel(f, detail::RowKind::Tile);
@@ -115,7 +143,8 @@ TEST(ForwardOnBackwardWeights, SegmentsOnTheGenericTileGetTheirBlocksRowsAndItsB
                              nullptr, false, want.data());
     for (int threads : {1, 3}) {
       std::vector<float> got = nan_buffer(dx_floats);
-      detail::run_conv_forward_on_backward_weights(f, kernels, threads, dy.data(), w.data(), got.data());
+      detail::run_conv_forward_on_backward_weights(f, kernels, threads, dy.data(),
+                                                   detail::backward_weights(r.g, w.data()), got.data());
       EXPECT_TRUE(bitwise_equal("dx", got, want, conv_input_shape(r.backward), r.context));
     }
     ++ran;

@@ -219,7 +219,9 @@ void expect_backward_data_on_forward_kernel(const ConvDims& d, uint64_t seed, co
 // Stride-1 backward data is counted as itself and runs the forward kernel it is rewritten to.
 // NHWC's compiled kernels pack their blocks from the backward weights in place (groups, blocks
 // with a tail), and rows shorter than the kernel's smallest row (4 pixels: AVX-512's take 6) go to
-// the generic tile on rows formed from them: the generic tier's bits either way.
+// the generic tile on rows formed from them: the generic tier's bits either way. An NCHW problem
+// of short rows and many channels runs as the forward's NHWC twin, its kernel packing from the
+// problem's OIHW weights in place.
 TEST(EveryOp, StrideOneBackwardDataReachesTheJitTierAsItself) {
   expect_backward_data_on_forward_kernel(
       conv(2, Layout::NCHW, 2, 8, 12, 1, {16, 19, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), 0xB0D5,
@@ -230,6 +232,9 @@ TEST(EveryOp, StrideOneBackwardDataReachesTheJitTierAsItself) {
   expect_backward_data_on_forward_kernel(
       conv(2, Layout::NHWC, 1, 80, 24, 2, {7, 4, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}), 0xB0D8,
       "conv2d_fwd_f32_k3x3_s1_nhwc");
+  expect_backward_data_on_forward_kernel(
+      conv(2, Layout::NCHW, 1, 80, 48, 2, {7, 7, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, {1, 1, 1}, Mode::Convolution),
+      0xB0D9, "conv2d_fwd_f32_k3x3_s1_nhwc");
 }
 
 // A 1x1 kernel with stride > 1 (ResNet's downsampling shortcut): backward data runs as a 1x1
