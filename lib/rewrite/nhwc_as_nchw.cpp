@@ -168,7 +168,7 @@ TwinCopies copy_to_twin(const ConvGeometry& g, const convjit_conv_params& params
                         int threads) {
   const bool to_nchw = g.layout == CONVJIT_NHWC;
   const int64_t in_pixels = g.in[0] * g.in[1] * g.in[2], out_pixels = g.out_pixels();
-  const int64_t x_floats = g.batch * g.in_channels * in_pixels, w_floats = g.out_channels * g.reduction;
+  const int64_t x_floats = g.batch * g.in_channels * in_pixels, w_floats = w ? g.out_channels * g.reduction : 0;
   float* copies = thread_layout_copies(size_t(x_floats + w_floats + g.batch * g.out_channels * out_pixels));
   float* x_twin = copies;
   float* w_twin = copies + x_floats;

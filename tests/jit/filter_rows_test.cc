@@ -65,8 +65,9 @@ ConvDims depthwise_filter_problem(Rng& rng, int i) {
 }
 
 // Compiles d's backward-filter rows for isa on backend and checks them at 1-3 threads against the oracle and
-// tier 0's bits, and that they write only dw. False where the plan declined d (saying why).
-bool filter_rows_match(jit::Backend& backend, jit::Isa isa, const ConvDims& d, Rng& rng) {
+// tier 0's bits, and that they write only dw. False where the plan declined d (saying why). Counts
+// in *columns_at_once the non-depthwise kernels that hold every W tap at once.
+bool filter_rows_match(jit::Backend& backend, jit::Isa isa, const ConvDims& d, Rng& rng, int* columns_at_once) {
   detail::ConvGeometry g;
   EXPECT_TRUE(detail::make_conv_geometry(d.to_c(), &g).ok()) << describe(d);
   const std::string context = std::string(jit::isa_name(isa)) + " " + describe(d);
@@ -82,6 +83,7 @@ bool filter_rows_match(jit::Backend& backend, jit::Isa isa, const ConvDims& d, R
   EXPECT_NE(kernel.name.find("bwd_filter"), std::string::npos) << kernel.name;
   EXPECT_NE(kernel.name.find(jit::isa_name(isa)), std::string::npos) << kernel.name;
   EXPECT_EQ(kernel.filter.depthwise != 0, kernel.name.find("_dw") != std::string::npos) << kernel.name;
+  if (kernel.filter.columns_at_once && !kernel.filter.depthwise) ++*columns_at_once;
 
   const std::vector<float> x = random_floats(rng, ref::conv_input_elements(d));
   const std::vector<float> dy = random_floats(rng, ref::conv_output_elements(d));
@@ -104,9 +106,12 @@ bool filter_rows_match(jit::Backend& backend, jit::Isa isa, const ConvDims& d, R
 TEST_P(FilterRows, MatchTheOracleAndTierZerosBitsForAnyThreadCount) {
   const jit::Isa isa = GetParam();
   Rng rng(0xF117 + uint64_t(isa));
-  int compiled = 0;
-  for (int i = 0; i < 90; ++i) compiled += filter_rows_match(*backend, isa, filter_problem(rng, i), rng) ? 1 : 0;
+  int compiled = 0, columns_at_once = 0;
+  for (int i = 0; i < 90; ++i) {
+    compiled += filter_rows_match(*backend, isa, filter_problem(rng, i), rng, &columns_at_once) ? 1 : 0;
+  }
   EXPECT_GE(compiled, 80) << "the plan declined most problems";
+  EXPECT_GT(columns_at_once, 0) << "no transposed kernel held every W tap at once";
 }
 
 // Depthwise rows (every tap along W of a D and H tap in registers, edges before and after the
@@ -115,9 +120,9 @@ TEST_P(FilterRows, MatchTheOracleAndTierZerosBitsForAnyThreadCount) {
 TEST_P(FilterRows, DepthwiseMatchTheOracleAndTierZerosBitsForAnyThreadCount) {
   const jit::Isa isa = GetParam();
   Rng rng(0xD3E7 + uint64_t(isa));
-  int compiled = 0;
+  int compiled = 0, columns_at_once = 0;
   for (int i = 0; i < 72; ++i)
-    compiled += filter_rows_match(*backend, isa, depthwise_filter_problem(rng, i), rng) ? 1 : 0;
+    compiled += filter_rows_match(*backend, isa, depthwise_filter_problem(rng, i), rng, &columns_at_once) ? 1 : 0;
   EXPECT_GE(compiled, 64) << "the plan declined most depthwise problems";
 }
 
