@@ -19,13 +19,18 @@ const float* backward_block(const ConvGeometry& g, const BackwardWeights& w, int
   return w.w + group * g.ic_per_group * backward_oc_floats(g) + ic * w.ic_step;
 }
 
+// Zeros in each packed row's lanes past the block's oc_count channels.
+void zero_block_tail(const ConvGeometry& g, int64_t oc_count, int64_t oc_block, float* packed) {
+  if (oc_count == oc_block) return;
+  for (int64_t k = 0; k < g.reduction; ++k)
+    std::fill(packed + k * oc_block + oc_count, packed + (k + 1) * oc_block, 0.0f);
+}
+
 }  // namespace
 
 void pack_weights_k_major(const ConvGeometry& g, const float* w, int64_t oc_count, int64_t oc_block, float* packed) {
-  const int64_t k_count = g.reduction;
-  transpose_matrix(oc_count, k_count, {w, k_count}, {packed, oc_block});
-  if (oc_count == oc_block) return;
-  for (int64_t k = 0; k < k_count; ++k) std::fill(packed + k * oc_block + oc_count, packed + (k + 1) * oc_block, 0.0f);
+  transpose_matrix(oc_count, g.reduction, {w, g.reduction}, {packed, oc_block});
+  zero_block_tail(g, oc_count, oc_block, packed);
 }
 
 BackwardWeights backward_weights(const ConvGeometry& backward, const float* w) {
@@ -50,9 +55,7 @@ void pack_weights_k_major_from_backward(const ConvGeometry& g, const BackwardWei
                        {packed + oc * oc_block, packed_tap});
     }
   }
-  if (oc_count == oc_block) return;
-  for (int64_t row = 0; row < g.reduction; ++row)
-    std::fill(packed + row * oc_block + oc_count, packed + (row + 1) * oc_block, 0.0f);
+  zero_block_tail(g, oc_count, oc_block, packed);
 }
 
 void weight_rows_from_backward(const ConvGeometry& g, const BackwardWeights& w, int64_t first_oc, int64_t oc_count,

@@ -116,7 +116,7 @@ bool nhwc_runs_as_nchw(const ConvGeometry& g) {
 
 bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa, bool backward_weights) {
 #if defined(__x86_64__)
-  int64_t copied = copied_floats(g);
+  const int64_t copied = copied_floats(g);
   if (g.layout != CONVJIT_NCHW || copied > kMaxCopiedFloats) return false;
   // Depthwise: where NCHW has no depthwise kernel of its own, NHWC's (the groups in the lanes).
   // Its chains are NCHW's (one input channel: the taps in weight order), so the bits are too.
@@ -129,7 +129,7 @@ bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa, bool backward_we
   // NCHW row kernels put output pixels along W in the lanes. Not where the twin would run as NCHW
   // again (few output channels).
   if (g.oc_per_group <= kDirectMaxOutputChannels) return false;
-  if (backward_weights) copied = activation_floats(g);
+  const int64_t twin_copies = backward_weights ? activation_floats(g) : copied;
   // At W stride 1, short rows (those some ISA's row kernels would flatten) whose kernel's W span
   // would make over a fifth of a flattened grid junk columns: NCHW's kernels then either compute
   // those columns, or run the rows one by one in partial vectors or on the generic tier, where
@@ -138,12 +138,12 @@ bool nchw_runs_as_nhwc(const ConvGeometry& g, jit::Isa max_isa, bool backward_we
   // "Session 25").
   if (g.stride[2] == 1) {
     return g.out[2] < jit::kFlatRowsBelowVectors * jit::kWidestRowLanes && !jit::flat_grid_mostly_real(g) &&
-           g.flops() >= kMinFlopsPerCopiedFloat * double(copied);
+           g.flops() >= kMinFlopsPerCopiedFloat * double(twin_copies);
   }
   // At W stride s each vector's inputs are every s-th element, deinterleaved for each W tap, where
   // NHWC's channels are contiguous. (A single W tap is not: the register tile's packing reads each
   // input once.)
-  return g.kernel[2] > 1 && g.flops() >= kMinStridedForwardFlopsPerCopiedFloat * double(copied);
+  return g.kernel[2] > 1 && g.flops() >= kMinStridedForwardFlopsPerCopiedFloat * double(twin_copies);
 #else
   (void)g;
   (void)max_isa;

@@ -57,30 +57,29 @@ void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, int threads, bo
 }
 
 // One forward call of g (as given: params) on the kernels chosen for what runs it: g, or its
-// twin in the other layout (as_twin) on copies of its operands.
+// twin in the other layout (as_twin) on copies of its operands. A backward data problem's weights
+// are packed in place where the kernel packs its blocks (then the twin copies only x and y), else
+// taken as rows.
 void run_forward_call(const detail::ConvGeometry& g, const convjit_conv_params& params, bool as_twin,
                       const detail::ConvGeometry& runs, const detail::ForwardKernels& kernels, int threads,
                       const float* x, const detail::ForwardWeights& weights, const float* bias, bool relu, float* y) {
-  if (weights.backward && detail::packs_backward_weights_in_place(runs, kernels)) {
-    assert(!bias && !relu && "a backward data problem has neither");
-    const detail::BackwardWeights backward = detail::backward_weights(*weights.backward, weights.backward_w);
-    if (!as_twin) {
-      detail::run_conv_forward_on_backward_weights(runs, kernels, threads, x, backward, y);
-      return;
+  const bool in_place = weights.backward && detail::packs_backward_weights_in_place(runs, kernels);
+  assert((!in_place || (!bias && !relu)) && "a backward data problem has neither");
+  const float* w = in_place ? nullptr : weights.as_rows();
+  auto run = [&](const float* on_x, const float* on_w, float* on_y) {
+    if (in_place) {
+      detail::run_conv_forward_on_backward_weights(
+          runs, kernels, threads, on_x, detail::backward_weights(*weights.backward, weights.backward_w), on_y);
+    } else {
+      detail::run_conv_forward(runs, kernels, threads, on_x, on_w, bias, relu, on_y);
     }
-    // The twin copies only x and y: its kernel packs the problem's own weights.
-    const detail::TwinCopies twin = detail::copy_to_twin(g, params, x, nullptr, threads);
-    detail::run_conv_forward_on_backward_weights(runs, kernels, threads, twin.x, backward, twin.y);
-    detail::copy_output_from_twin(g, twin, y, threads);
-    return;
-  }
-  const float* w = weights.as_rows();
+  };
   if (!as_twin) {
-    detail::run_conv_forward(runs, kernels, threads, x, w, bias, relu, y);
+    run(x, w, y);
     return;
   }
   const detail::TwinCopies twin = detail::copy_to_twin(g, params, x, w, threads);
-  detail::run_conv_forward(runs, kernels, threads, twin.x, twin.w, bias, relu, twin.y);
+  run(twin.x, twin.w, twin.y);
   detail::copy_output_from_twin(g, twin, y, threads);
 }
 
