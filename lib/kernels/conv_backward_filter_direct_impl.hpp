@@ -1,7 +1,8 @@
 // The NCHW direct backward filter (conv_backward_filter_direct.hpp) over an 8-lane vector type F:
 // Avx2Floats, or Avx512YmmFloats (opmask loads, one permute for stride 2's even lanes, 32
 // registers), and for blocks of several output channels P, F itself or Avx512ChannelPairs (two
-// channels' 8-lane accumulators in one 512-bit vector). The contract fixes 8 lanes whatever the
+// channels' 8-lane accumulators in one 512-bit vector), and for blocks of three T, F itself or
+// Avx512ChannelTriples (a pair's vector and the third channel's 8 lanes). The contract fixes 8 lanes whatever the
 // ISA: each lane's chain takes the pixels ow = lane mod 8 in order, then a fixed horizontal sum, so
 // both ISAs give the same bits. Include only from files compiled for F's ISA; internal linkage
 // (lib/README.md, "One kernel, several ISAs").
@@ -40,10 +41,15 @@ float horizontal_sum(__m256 v) {
 template <typename F>
 constexpr int64_t kVecFloats = sizeof(typename F::Vec) / sizeof(float);
 
-// Output channels a vector of F holds (one 8-lane accumulator each).
+// Output channels a vector of F holds (one 8-lane accumulator each), and the registers it takes.
 template <typename F>
 constexpr int kChannelsPerVector = [] {
   if constexpr (requires { F::kChannels; }) return F::kChannels;
+  return 1;
+}();
+template <typename F>
+constexpr int kRegistersPerVector = [] {
+  if constexpr (requires { F::kRegistersPerVector; }) return F::kRegistersPerVector;
   return 1;
 }();
 
@@ -54,15 +60,39 @@ constexpr int channel_vectors(int ocb) {
 }
 
 // Vector v of a block of Ocb channels' dy at p (channel 0's pixels; channels dy_channel apart): a
-// vector's second channel past the block repeats its first, computed and not stored.
+// pair's second channel past the block repeats its first, computed and not stored. Vectors of
+// three channels serve only blocks they fill.
 template <typename F, int Ocb, typename... Lanes>
 inline __attribute__((always_inline)) typename F::Vec load_dy(const float* p, int64_t dy_channel, int v,
                                                               Lanes... lanes) {
-  if constexpr (kChannelsPerVector<F> == 1) {
+  constexpr int kChannels = kChannelsPerVector<F>;
+  static_assert(kChannels <= 2 || Ocb % kChannels == 0, "a vector of more than two channels is filled");
+  if constexpr (kChannels == 1) {
     return F::load(p + v * dy_channel, lanes...);
   } else {
-    const int first = 2 * v, second = first + 1 < Ocb ? first + 1 : first;
-    return F::load_channels(p + first * dy_channel, (second - first) * dy_channel, lanes...);
+    const int first = kChannels * v;
+    return F::load_channels(p + first * dy_channel, first + 1 < Ocb ? dy_channel : 0, lanes...);
+  }
+}
+
+// An accumulator stored whole between calls, and loaded back: member by member where a vector has
+// several (copied as one object, it would be kept in memory, not registers).
+template <typename F>
+inline __attribute__((always_inline)) void save_vector(float* p, typename F::Vec v) {
+  if constexpr (requires { F::save(p, v); }) {
+    F::save(p, v);
+  } else {
+    std::memcpy(p, &v, sizeof v);
+  }
+}
+template <typename F>
+inline __attribute__((always_inline)) typename F::Vec restore_vector(const float* p) {
+  if constexpr (requires { F::restore(p); }) {
+    return F::restore(p);
+  } else {
+    typename F::Vec v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
   }
 }
 
@@ -130,10 +160,10 @@ struct Images {
 };
 
 // Floats of one block's saved accumulators: at most a vector file per kernel row.
-template <typename F, typename P>
+template <typename... Types>
 int64_t saved_floats_per_block(const ConvGeometry& g) {
   constexpr int64_t kPerRow =
-      std::max(F::kRegisters * sizeof(typename F::Vec), P::kRegisters * sizeof(typename P::Vec)) / sizeof(float);
+      std::max({Types::kRegisters / kRegistersPerVector<Types> * sizeof(typename Types::Vec)...}) / sizeof(float);
   return g.kernel[0] * g.kernel[1] * kPerRow;
 }
 
@@ -169,8 +199,7 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
 #pragma GCC unroll 8
           for (int kw = 0; kw < KW; ++kw) {
             acc[o][r][kw] = F::zero();
-            if (images.begin > 0)
-              std::memcpy(&acc[o][r][kw], saved + ((o * Rows + r) * KW + kw) * kVecFloats<F>, sizeof acc[o][r][kw]);
+            if (images.begin > 0) acc[o][r][kw] = restore_vector<F>(saved + ((o * Rows + r) * KW + kw) * kVecFloats<F>);
           }
         }
       }
@@ -207,7 +236,7 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
           for (int r = 0; r < Rows; ++r) {
 #pragma GCC unroll 8
             for (int kw = 0; kw < KW; ++kw)
-              std::memcpy(saved + ((o * Rows + r) * KW + kw) * kVecFloats<F>, &acc[o][r][kw], sizeof acc[o][r][kw]);
+              save_vector<F>(saved + ((o * Rows + r) * KW + kw) * kVecFloats<F>, acc[o][r][kw]);
           }
         }
         continue;
@@ -233,21 +262,28 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
 template <typename F>
 constexpr bool rows_fit_registers(int ocb, int rows, int kw, int stride) {
   const int vectors = channel_vectors<F>(ocb);
-  return vectors * rows * kw + vectors + (stride == 1 ? 1 : 3) <= F::kRegisters;
+  return (vectors * rows * kw + vectors + (stride == 1 ? 1 : 3)) * kRegistersPerVector<F> <= F::kRegisters;
 }
 
-// The columns of a call for each vector type: blocks of one output channel run on F, larger ones
-// on P (planned apart only where P is not F).
-template <typename F, typename P, int KW, int Stride>
+// The columns of a call for each vector type: blocks of one output channel run on F, of three on
+// T, the others on P (each planned only where it is not an earlier one).
+template <typename F, typename P, typename T, int KW, int Stride>
 struct BlockColumns {
   ColumnPlan<F, KW, Stride> one;
   ColumnPlan<P, KW, Stride> several;
+  ColumnPlan<T, KW, Stride> three;
+  explicit BlockColumns(const ConvGeometry& g) : one(plan_columns<F, KW, Stride>(g)) {
+    if constexpr (!std::is_same_v<P, F>) several = plan_columns<P, KW, Stride>(g);
+    if constexpr (!std::is_same_v<T, F> && !std::is_same_v<T, P>) three = plan_columns<T, KW, Stride>(g);
+  }
   template <typename B>
   const ColumnPlan<B, KW, Stride>& of() const {
     if constexpr (std::is_same_v<B, F>) {
       return one;
-    } else {
+    } else if constexpr (std::is_same_v<B, P>) {
       return several;
+    } else {
+      return three;
     }
   }
 };
@@ -255,10 +291,10 @@ struct BlockColumns {
 // A block of Ocb output channels over the kernel's whole height at once (each dy vector loaded
 // once for all the taps) where it fits the registers, else one kernel row at a time: Rows is the
 // height or 1, so a block never covers rows past the kernel.
-template <typename F, typename P, int Ocb, int KW, int Stride>
-void block_of_channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x,
+template <typename F, typename P, typename T, int Ocb, int KW, int Stride>
+void block_of_channels(const ConvGeometry& g, const BlockColumns<F, P, T, KW, Stride>& columns, const float* x,
                        const float* dy, int64_t group, int64_t oc0, int64_t ic, const Images& images, float* dw) {
-  using B = std::conditional_t<Ocb == 1, F, P>;
+  using B = std::conditional_t<Ocb == 1, F, std::conditional_t<Ocb == 3, T, P>>;
   const ColumnPlan<B, KW, Stride>* plan = &columns.template of<B>();
   if constexpr (rows_fit_registers<B>(Ocb, 3, KW, Stride)) {
     if (g.kernel[1] == 3) return channel_block<B, Ocb, 3, KW, Stride>(g, *plan, x, dy, group, oc0, ic, images, dw);
@@ -281,23 +317,26 @@ constexpr int max_block_channels() {
 // input load (a row of a 3x3 on 8-lane vectors: 12 FMAs per 4 dy and 3 x loads, against 9 per 10
 // one channel at a time over its three rows; channel pairs halve the FMAs and the dy vectors).
 // Each block's accumulators wait in `images.saved`, one after another.
-template <typename F, typename P, int KW, int Stride>
-void channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& columns, const float* x, const float* dy,
+template <typename F, typename P, typename T, int KW, int Stride>
+void channels(const ConvGeometry& g, const BlockColumns<F, P, T, KW, Stride>& columns, const float* x, const float* dy,
               int64_t group, int64_t oc0, int64_t count, int64_t ic, Images images, float* dw) {
   constexpr int kMaxOcb = max_block_channels<P, KW>();
-  const int64_t block_saved = saved_floats_per_block<F, P>(g);
+  const int64_t block_saved = saved_floats_per_block<F, P, T>(g);
   for (int64_t block = 0; count > 0; ++block, oc0 += kMaxOcb, count -= kMaxOcb) {
     const Images at = images.from(block * block_saved);
     switch (std::min<int64_t>(count, kMaxOcb)) {
-      case 1: block_of_channels<F, P, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw); break;
+      case 1: block_of_channels<F, P, T, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw); break;
       case 2:
-        if constexpr (kMaxOcb >= 2) block_of_channels<F, P, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
+        if constexpr (kMaxOcb >= 2)
+          block_of_channels<F, P, T, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
         break;
       case 3:
-        if constexpr (kMaxOcb >= 3) block_of_channels<F, P, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
+        if constexpr (kMaxOcb >= 3)
+          block_of_channels<F, P, T, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
         break;
       default:
-        if constexpr (kMaxOcb >= 4) block_of_channels<F, P, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
+        if constexpr (kMaxOcb >= 4)
+          block_of_channels<F, P, T, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
         break;
     }
   }
@@ -311,10 +350,9 @@ void channels(const ConvGeometry& g, const BlockColumns<F, P, KW, Stride>& colum
 // them over a chunk of images at a time: the chunk's x and dy stay in the core's L2 while every task
 // of the range reads them, where each task streaming the whole batch read dy from memory once per
 // input channel and x once per block. Between chunks the accumulators wait in the thread's scratch.
-template <typename F, typename P, int KW, int Stride>
+template <typename F, typename P, typename T, int KW, int Stride>
 void direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
-  BlockColumns<F, P, KW, Stride> columns{plan_columns<F, KW, Stride>(g), {}};
-  if constexpr (!std::is_same_v<F, P>) columns.several = plan_columns<P, KW, Stride>(g);
+  const BlockColumns<F, P, T, KW, Stride> columns(g);
   int64_t block_size = 4;
   while (block_size > 1 && g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < threads) {
     block_size /= 2;
@@ -324,7 +362,7 @@ void direct(const ConvGeometry& g, int threads, const float* x, const float* dy,
   const int64_t image_floats = g.ic_per_group * g.in[0] * g.in[1] * g.in[2] + g.oc_per_group * g.out_pixels();
   const int64_t chunk = std::max<int64_t>(1, l2_cache_bytes() / 2 / int64_t(sizeof(float)) / image_floats);
   constexpr int64_t kMaxOcb = max_block_channels<P, KW>();
-  const int64_t task_saved = (block_size + kMaxOcb - 1) / kMaxOcb * saved_floats_per_block<F, P>(g);
+  const int64_t task_saved = (block_size + kMaxOcb - 1) / kMaxOcb * saved_floats_per_block<F, P, T>(g);
   // Ranges for the threads, and enough that a range's accumulators fit the scratch. Where the whole
   // batch fits the cache (the seed network), a task per range.
   const int64_t ranges =
@@ -343,23 +381,23 @@ void direct(const ConvGeometry& g, int threads, const float* x, const float* dy,
         const int64_t oc0 = block * block_size, count = std::min<int64_t>(block_size, g.oc_per_group - oc0);
         const Images images =
             Images{n0, std::min(g.batch, n0 + images_per_call), saved}.from((task - first) * task_saved);
-        channels<F, P, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, images, dw);
+        channels<F, P, T, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, images, dw);
       }
     }
     F::leave();
   });
 }
 
-template <typename F, typename P, int Stride>
+template <typename F, typename P, typename T, int Stride>
 void direct_any_width(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
   switch (g.kernel[2]) {
-    case 1: return direct<F, P, 1, Stride>(g, threads, x, dy, dw);
-    case 2: return direct<F, P, 2, Stride>(g, threads, x, dy, dw);
-    case 3: return direct<F, P, 3, Stride>(g, threads, x, dy, dw);
-    case 4: return direct<F, P, 4, Stride>(g, threads, x, dy, dw);
-    case 5: return direct<F, P, 5, Stride>(g, threads, x, dy, dw);
-    case 6: return direct<F, P, 6, Stride>(g, threads, x, dy, dw);
-    default: return direct<F, P, 7, Stride>(g, threads, x, dy, dw);
+    case 1: return direct<F, P, T, 1, Stride>(g, threads, x, dy, dw);
+    case 2: return direct<F, P, T, 2, Stride>(g, threads, x, dy, dw);
+    case 3: return direct<F, P, T, 3, Stride>(g, threads, x, dy, dw);
+    case 4: return direct<F, P, T, 4, Stride>(g, threads, x, dy, dw);
+    case 5: return direct<F, P, T, 5, Stride>(g, threads, x, dy, dw);
+    case 6: return direct<F, P, T, 6, Stride>(g, threads, x, dy, dw);
+    default: return direct<F, P, T, 7, Stride>(g, threads, x, dy, dw);
   }
 }
 
@@ -373,11 +411,11 @@ inline bool backward_filter_direct_fits(const ConvGeometry& g, DirectFilterScope
          channels_fit && w_positions_fit_lanes(g) && edge_vectors(g, 8) <= kMaxEdgeVectors;
 }
 
-template <typename F, typename P>
+template <typename F, typename P, typename T>
 void run_backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
-  static_assert(F::kLanes == 8 && P::kLanes == 8, "the contract's chains are by ow mod 8");
-  if (g.stride[2] == 1) return direct_any_width<F, P, 1>(g, threads, x, dy, dw);
-  direct_any_width<F, P, 2>(g, threads, x, dy, dw);
+  static_assert(F::kLanes == 8 && P::kLanes == 8 && T::kLanes == 8, "the contract's chains are by ow mod 8");
+  if (g.stride[2] == 1) return direct_any_width<F, P, T, 1>(g, threads, x, dy, dw);
+  direct_any_width<F, P, T, 2>(g, threads, x, dy, dw);
 }
 
 }  // namespace

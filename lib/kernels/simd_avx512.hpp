@@ -199,4 +199,53 @@ struct Avx512ChannelPairs {
   }
 };
 
+// Three channels' 8-lane chains: a pair's 512-bit vector and the third channel's 256-bit one, so
+// a block of three channels runs no wasted half (a pair with a repeated channel does). Where the
+// datapath is 256 bits wide (AMD Zen 4) a 512-bit FMA costs two 256-bit ones, so the third
+// channel's 256-bit FMA is half the cost. Inputs fill the pair's halves and the third vector is
+// the pair's low half (no extra load); each channel's operations and bits are the 8-lane kernel's.
+struct Avx512ChannelTriples {
+  struct Vec {
+    __m512 pair;
+    __m256 third;
+  };
+  using Mask = __mmask8;
+  static constexpr int kLanes = 8;
+  static constexpr int kRegisters = 32;
+  static constexpr int kChannels = 3;
+  static constexpr int kRegistersPerVector = 2;
+
+  static Vec zero() { return {_mm512_setzero_ps(), _mm256_setzero_ps()}; }
+  static Vec load(const float* p) { return of_pair(Avx512ChannelPairs::load(p)); }
+  static Vec load(const float* p, Mask lanes) { return of_pair(Avx512ChannelPairs::load(p, lanes)); }
+  static Vec load_even(const float* p) { return of_pair(Avx512ChannelPairs::load_even(p)); }
+  static Vec load_even(const float* p, Mask first, Mask second) {
+    return of_pair(Avx512ChannelPairs::load_even(p, first, second));
+  }
+  // Channel 0's pixels at p, channel 1's `channel_step` floats on, channel 2's twice that.
+  static Vec load_channels(const float* p, int64_t channel_step) {
+    return {Avx512ChannelPairs::load_channels(p, channel_step), _mm256_loadu_ps(p + 2 * channel_step)};
+  }
+  static Vec load_channels(const float* p, int64_t channel_step, Mask lanes) {
+    return {Avx512ChannelPairs::load_channels(p, channel_step, lanes),
+            _mm256_maskz_loadu_ps(lanes, p + 2 * channel_step)};
+  }
+  static __m256 channel(Vec v, int k) { return k < 2 ? Avx512ChannelPairs::channel(v.pair, k) : v.third; }
+  static Vec fma(Vec a, Vec b, Vec c) {  // a * b + c, one rounding per lane
+    return {_mm512_fmadd_ps(a.pair, b.pair, c.pair), _mm256_fmadd_ps(a.third, b.third, c.third)};
+  }
+  static Mask no_lanes() { return Mask(0); }
+  static Mask lanes_between(int64_t first, int64_t end) { return Avx512YmmFloats::lanes_between(first, end); }
+  // The pair's 16 floats, then the third's 8.
+  static void save(float* p, Vec v) {
+    _mm512_storeu_ps(p, v.pair);
+    _mm256_storeu_ps(p + 16, v.third);
+  }
+  static Vec restore(const float* p) { return {_mm512_loadu_ps(p), _mm256_loadu_ps(p + 16)}; }
+  static void leave() { _mm256_zeroupper(); }
+
+ private:
+  static Vec of_pair(__m512 both) { return {both, Avx512ChannelPairs::channel(both, 0)}; }
+};
+
 }  // namespace convjit::detail
