@@ -34,8 +34,8 @@ struct CONVJIT_PUBLIC Policy {
   bool async = true;                     // compile on a background thread; false: in the calling thread
   int num_threads = 0;                   // 0: the process setting (convjit::set_num_threads)
   bool adapt_threads = true;             // a configuration whose timed calls ran faster on one thread
-                                         // lately runs on one, as does a convolution under 4 MFLOP
-                                         // (the same results; README "Threads")
+                                         // lately runs on one; convolutions under 4 MFLOP are timed in
+                                         // windows of the runtime's calls (the same results; README "Threads")
   bool verbose = false;                  // one line per compile and per first call of a configuration
   bool specialize_sizes = false;         // also specialize on channel counts and spatial sizes
   bool decline_slower = true;            // keep generic the configurations a backend expects to lose on;

@@ -37,23 +37,29 @@ constexpr int64_t kSampleEvery = 16;
 
 // Runs run(threads) for the calls-th call of slot, `compiled` telling the tier; each tier's first
 // call and every kSampleEvery-th after it are timed. threads: the runtime's, or one where the
-// slot's timed calls ran faster so lately (adapt: thread_choice.hpp).
+// slot's timed calls ran faster so lately (adapt: thread_choice.hpp); a small call's side and
+// timing follow the runtime's window of small calls (small_calls counts them).
 template <typename Run>
-void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, int threads, bool adapt, Run&& run) {
+void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, detail::CallThreads call, bool adapt,
+                 std::atomic<int64_t>& small_calls, Run&& run) {
   const int64_t tier_call = compiled ? slot.calls_jit.fetch_add(1, std::memory_order_relaxed) + 1
                                      : calls - slot.calls_jit.load(std::memory_order_relaxed);
   const bool sampled = tier_call % kSampleEvery == 1;
   detail::ThreadTimes& times = compiled ? slot.thread_times_jit : slot.thread_times_generic;
-  adapt = adapt && threads > 1;
-  const bool alone = adapt && detail::runs_alone(times, sampled ? tier_call / kSampleEvery : -1);
-  const Clock::time_point start = sampled ? Clock::now() : Clock::time_point{};
-  run(alone ? 1 : threads);
+  adapt = adapt && call.threads > 1;
+  const int64_t small_call = adapt && call.small ? small_calls.fetch_add(1, std::memory_order_relaxed) : -1;
+  const detail::CallChoice choice =
+      detail::choose_call_threads(times, adapt, small_call, sampled ? tier_call / kSampleEvery : -1);
+  const bool timed = sampled || choice.timed;
+  const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
+  run(choice.alone ? 1 : call.threads);
+  if (!timed) return;
+  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
   if (sampled) {
-    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     (compiled ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);
     (compiled ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
-    if (adapt && tier_call > 1) detail::record_time(times, alone, ns);  // not the tier's first, cold call
   }
+  if (choice.timed && tier_call > 1) detail::record_time(times, choice.alone, ns);  // not the tier's first, cold call
 }
 
 // One forward call of g (as given: params) on the kernels chosen for what runs it: g, or its
@@ -98,8 +104,8 @@ int Runtime::Impl::threads() const {
   return policy.num_threads > 0 ? policy.num_threads : detail::thread_count();
 }
 
-int Runtime::Impl::threads_for(const detail::ConvGeometry& g) const {
-  return detail::conv_call_threads(threads(), policy.adapt_threads, g.flops());
+detail::CallThreads Runtime::Impl::threads_for(const detail::ConvGeometry& g) const {
+  return detail::conv_call_threads(threads(), g.flops());
 }
 
 ConfigSlot& Runtime::Impl::count_call(const Configuration& c, uint64_t* id, int64_t* calls) {
@@ -135,7 +141,7 @@ void Runtime::Impl::run_forward(const Configuration& c, const detail::ConvGeomet
   const detail::ConvGeometry runs = as_twin ? detail::forward_twin(params) : g;
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, runs, params.rank, relu, &reading);
-  run_sampled(slot, calls, compiled != nullptr, threads_for(g), policy.adapt_threads, [&](int threads) {
+  run_sampled(slot, calls, compiled != nullptr, threads_for(g), policy.adapt_threads, small_calls_, [&](int threads) {
     run_forward_call(g, params, as_twin, runs, detail::select_tier(runs, compiled, isa_cap_), threads, x, w, bias, relu,
                      y);
     after(threads);
@@ -161,7 +167,7 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   std::optional<detail::GracePeriods::Reader> reading;
   const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, first_runs, params.rank, false, &reading);
   const jit::SpecKey compiled_key = compiled ? spec_key(first_runs, params.rank, false) : jit::SpecKey{};
-  run_sampled(slot, calls, compiled != nullptr, threads_for(g), policy.adapt_threads, [&](int threads) {
+  run_sampled(slot, calls, compiled != nullptr, threads_for(g), policy.adapt_threads, small_calls_, [&](int threads) {
     int64_t grid_floats = 0;
     for (int i = 0; i < phases.count; ++i) {
       const int64_t* grid = phases.phase[i].grid;
@@ -226,7 +232,8 @@ const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint
 }
 
 template <typename Run>
-void Runtime::Impl::run_on_tier0(const Configuration& c, int call_threads, Run&& run, const std::string& why) {
+void Runtime::Impl::run_on_tier0(const Configuration& c, detail::CallThreads call_threads, Run&& run,
+                                 const std::string& why) {
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
@@ -236,7 +243,7 @@ void Runtime::Impl::run_on_tier0(const Configuration& c, int call_threads, Run&&
                          : std::string("the ") + backend_->name() + " backend compiles no " + detail::op_name(c.op) +
                                " kernels for it (yet): tier 0 runs it");
   }
-  run_sampled(slot, calls, false, call_threads, policy.adapt_threads, run);
+  run_sampled(slot, calls, false, call_threads, policy.adapt_threads, small_calls_, run);
 }
 
 detail::Status Runtime::Impl::conv_backward_data(const convjit_conv_params* params, const float* dy, const float* w,
@@ -316,28 +323,28 @@ detail::Status Runtime::Impl::conv_backward_filter(const convjit_conv_params* pa
 }
 
 template <typename KeyOf, typename DeclinedBecause, typename Run>
-void Runtime::Impl::run_counted(const Configuration& c, int call_threads, KeyOf&& key_of_call,
+void Runtime::Impl::run_counted(const Configuration& c, detail::CallThreads call_threads, KeyOf&& key_of_call,
                                 DeclinedBecause&& declined_because, Run&& run) {
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
   std::optional<detail::GracePeriods::Reader> reading;
   const jit::CompiledKernel* kernel = compiled(slot, id, calls, key_of_call, declined_because, &reading);
-  run_sampled(slot, calls, kernel != nullptr, call_threads, policy.adapt_threads,
+  run_sampled(slot, calls, kernel != nullptr, call_threads, policy.adapt_threads, small_calls_,
               [&](int threads) { run(threads, kernel); });
 }
 
 template <typename Run>
 void Runtime::Impl::run_pool(const Configuration& c, detail::PoolOp op, int32_t code, int32_t rank, Run&& run) {
   if (!backend_ || !backend_->compiles(code)) {
-    run_on_tier0(c, threads(), [&](int threads) { run(threads, nullptr); });
+    run_on_tier0(c, {threads(), false}, [&](int threads) { run(threads, nullptr); });
     return;
   }
   // What the compiled rows see: the NHWC problem (the twin of an NCHW one).
   detail::PoolGeometry runs;
   detail::pool_rows_geometry(c, &runs);  // valid: the caller's problem is
   run_counted(
-      c, threads(), [&] { return pool_spec_key(runs, code, rank); },
+      c, {threads(), false}, [&] { return pool_spec_key(runs, code, rank); },
       [&](const jit::SpecKey& key) { return detail::pool_jit_declined_because(runs, op, *backend_, key); },
       [&](int threads, const jit::CompiledKernel* kernel) { run(threads, kernel ? kernel->pool_row : nullptr); });
 }

@@ -19,6 +19,7 @@
 #include "geometry.hpp"
 #include "grace_periods.hpp"
 #include "kernel_cache.hpp"
+#include "thread_choice.hpp"
 
 namespace convjit {
 
@@ -59,9 +60,9 @@ struct Runtime::Impl {
   };
 
   int threads() const;  // the policy's, else the process setting
-  // A convolution's: threads(), or one where adapt_threads keeps a call that small on its thread
+  // A convolution's: threads(), and whether adapt_threads chooses them as a small call's
   // (thread_choice.hpp: kMinTeamFlops).
-  int threads_for(const detail::ConvGeometry& g) const;
+  detail::CallThreads threads_for(const detail::ConvGeometry& g) const;
   // The slot of configuration c (inserted on first sight) with this call counted: *id is its
   // configuration id, *calls the call's number.
   detail::ConfigSlot& count_call(const detail::Configuration& c, uint64_t* id, int64_t* calls);
@@ -101,12 +102,13 @@ struct Runtime::Impl {
   // key_of_call() once c is hot and declined_because(key) is empty (the policy permitting).
   // call_threads: what the call may use (threads(), or threads_for a convolution).
   template <typename KeyOf, typename DeclinedBecause, typename Run>
-  void run_counted(const detail::Configuration& c, int call_threads, KeyOf&& key_of_call,
+  void run_counted(const detail::Configuration& c, detail::CallThreads call_threads, KeyOf&& key_of_call,
                    DeclinedBecause&& declined_because, Run&& run);
   // A configuration no backend compiles: counted, declined when hot (saying why, else that no
   // backend compiles its op), run by run(threads) on tier 0.
   template <typename Run>
-  void run_on_tier0(const detail::Configuration& c, int call_threads, Run&& run, const std::string& why = {});
+  void run_on_tier0(const detail::Configuration& c, detail::CallThreads call_threads, Run&& run,
+                    const std::string& why = {});
   void request_compile(detail::ConfigSlot& slot, uint64_t id, const jit::SpecKey& key, bool warm = false);
   void start_warm();
   void wait_for_slot(detail::ConfigSlot& slot);  // until its queued compile has finished
@@ -136,6 +138,7 @@ struct Runtime::Impl {
   detail::KernelCache cache_;
   detail::GracePeriods grace_;  // every call that runs a compiled kernel reads it inside one
   std::atomic<int64_t> kernel_evictions_{0};
+  std::atomic<int64_t> small_calls_{0};  // small convolutions so far (thread_choice.hpp: their windows)
 
   std::mutex compile_serial_;  // one backend compile at a time
   std::mutex compile_mutex_;   // guards the queue and the counters below

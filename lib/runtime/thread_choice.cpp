@@ -19,8 +19,21 @@ bool runs_alone(const ThreadTimes& times, int64_t sample) {
   return probe != alone_wins;
 }
 
-int conv_call_threads(int threads, bool adapt, double flops) {
-  return adapt && flops < kMinTeamFlops ? 1 : threads;
+CallThreads conv_call_threads(int threads, double flops) {
+  return {threads, flops < kMinTeamFlops};
+}
+
+int small_call_probe(int64_t n) {
+  const int64_t window = n / kWindowCalls % kCycleWindows;
+  return window < kProbeWindows ? int(window % 2) : -1;
+}
+
+CallChoice choose_call_threads(const ThreadTimes& times, bool adapt, int64_t small_call, int64_t sample) {
+  if (!adapt) return {false, false};
+  if (small_call < 0) return {runs_alone(times, sample), sample >= 0};
+  const int probe = small_call_probe(small_call);
+  if (probe < 0) return {runs_alone(times, -1), false};
+  return {probe == 1, true};
 }
 
 void ThreadTimes::clear() {

@@ -22,20 +22,43 @@ struct ThreadTimes {
   void clear();  // not timed yet (a recycled detector slot)
 };
 
-// And with adapt_threads a convolution of fewer flops than this runs on its calling thread,
-// whatever its own timings say. Each thread choice is timed alone, but what a team call costs
-// lands partly on the calls after it: the next layer reads the planes the other core wrote, so
-// in a network of small layers both sides time slow, the team a little less, and the choices
-// made the whole step slower than one thread (bench/RESULTS.md, "Session 25").
+// Small convolutions (under kMinTeamFlops) are not timed one side at a time: what a team call
+// costs lands partly on the calls after it, since the next layer reads the planes the other core
+// wrote, so in a network of small layers each side timed amid the other's calls misjudges both
+// (bench/RESULTS.md, "Session 25"). A runtime's small calls go in windows of kWindowCalls, every
+// call of a window on one side: each cycle of kCycleWindows starts with kProbeWindows windows whose
+// calls are all timed, the team's and one thread's alternating, and in the rest each configuration
+// takes the side its probe calls ran faster on. Whether the team pays for small layers is the
+// host's: it did not on session 25's busy Zen 5 and did on session 34's Zen 4 ("Session 34").
 inline constexpr double kMinTeamFlops = 4e6;
+inline constexpr int64_t kWindowCalls = 128;
+inline constexpr int64_t kProbeWindows = 4;
+inline constexpr int64_t kCycleWindows = 32;
 
 inline constexpr int64_t kRareProbe = 8;
 inline constexpr double kFarSlower = 1.5;
 inline constexpr int64_t kSettled = 3;
 
-// The threads a convolution of `flops` may use: `threads`, or one below kMinTeamFlops where the
-// runtime adapts its threads (adapt).
-int conv_call_threads(int threads, bool adapt, double flops);
+// The threads a call may use, and whether it is small (a convolution under kMinTeamFlops).
+struct CallThreads {
+  int threads;
+  bool small;
+};
+CallThreads conv_call_threads(int threads, double flops);
+
+// For a runtime's small call number n (from 0): the side its window probes (+1 one thread, 0 the
+// team), or -1 where the window follows each configuration's faster side.
+int small_call_probe(int64_t n);
+
+// How a call of a configuration (its times) runs: on one thread or the team, and whether its time
+// goes into the choice. adapt: the runtime adapts and the call may use more than one thread;
+// small_call: its number among the runtime's small calls (-1: not small); sample: its number among
+// its tier's timed calls (-1: not timed).
+struct CallChoice {
+  bool alone;
+  bool timed;
+};
+CallChoice choose_call_threads(const ThreadTimes& times, bool adapt, int64_t small_call, int64_t sample);
 
 // Whether a call runs on one thread: `sample` is the number of a timed call of its tier (from 0),
 // or -1 for a call that is not timed.

@@ -126,7 +126,7 @@ TEST_P(FlatRows, ShortStrideOneRowsRunCompiledAndMatchGenericBitwise) {
   for (int threads : {1, 3}) {
     Policy policy = eager_policy(threads);
     policy.backend = GetParam();
-    policy.adapt_threads = false;  // 3 threads on every call (the default keeps small convolutions on one)
+    policy.adapt_threads = false;  // 3 threads on every call (the default may run a call on one)
     Runtime runtime(policy);
     CONVJIT_SKIP_WITHOUT_BACKEND(runtime);
     Runtime generic(generic_policy());

@@ -17,7 +17,7 @@ namespace {
 // lib/threads/threads.hpp's kParallelWorkThreshold (2e5 flops): smaller calls stay on one thread.
 constexpr int64_t kParallelMultiplyAdds = 100000;
 
-// Every call on the policy's threads (the adapting default keeps small convolutions on one).
+// Every call on the policy's threads (the adapting default may run a call on one).
 Policy all_threads(Policy p, int threads) {
   p.num_threads = threads;
   p.adapt_threads = false;

@@ -128,7 +128,7 @@ Policy policy_with(Backend backend, int threads) {
   p.hot_threshold = 2;
   p.async = false;
   p.num_threads = threads;
-  p.adapt_threads = false;  // every call on them (the default keeps small convolutions on one)
+  p.adapt_threads = false;  // every call on them (the default may run a call on one)
   return p;
 }
 

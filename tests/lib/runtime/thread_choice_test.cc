@@ -2,7 +2,7 @@
 // are timed the team runs, but every other timed call tries one thread; the calls between timed
 // ones follow the faster side; a side that lost by far, both sides timed a few times, is tried only
 // every kRareProbe-th timed call; one outlier does not turn the choice; the means follow new times.
-// Small convolutions stay on one thread.
+// Small convolutions probe both sides in windows of a runtime's calls.
 #include "thread_choice.hpp"
 
 #include <gtest/gtest.h>
@@ -27,17 +27,74 @@ void record_times(ThreadTimes& times, bool alone, int64_t ns, int count) {
   for (int i = 0; i < count; ++i) record_time(times, alone, ns);
 }
 
-// A convolution under kMinTeamFlops runs on one thread where the runtime adapts its threads; a
-// larger one, or any one where it does not, may use them all.
-TEST(ThreadChoice, SmallConvolutionsRunOnOneThreadWhereThreadsAdapt) {
+// A convolution under kMinTeamFlops is small; the runtime's small calls probe in windows: the
+// first kProbeWindows windows of each cycle alternate the team and one thread, the rest follow each
+// configuration's faster side.
+TEST(ThreadChoice, SmallConvolutionsProbeBothSidesInWindowsOfEveryCycle) {
   using detail::conv_call_threads;
+  using detail::kCycleWindows;
   using detail::kMinTeamFlops;
-  EXPECT_EQ(conv_call_threads(2, true, kMinTeamFlops / 2), 1);
-  EXPECT_EQ(conv_call_threads(3, true, kMinTeamFlops - 1), 1);
-  EXPECT_EQ(conv_call_threads(2, true, kMinTeamFlops), 2);
-  EXPECT_EQ(conv_call_threads(3, true, 1e9), 3);
-  EXPECT_EQ(conv_call_threads(2, false, kMinTeamFlops / 2), 2);
-  EXPECT_EQ(conv_call_threads(1, true, 1e9), 1);
+  using detail::kProbeWindows;
+  using detail::kWindowCalls;
+  using detail::small_call_probe;
+  EXPECT_TRUE(conv_call_threads(2, kMinTeamFlops - 1).small);
+  EXPECT_FALSE(conv_call_threads(2, kMinTeamFlops).small);
+  EXPECT_EQ(conv_call_threads(3, 1e9).threads, 3);
+  EXPECT_EQ(conv_call_threads(3, 1.0).threads, 3);
+  static_assert(kProbeWindows % 2 == 0 && kProbeWindows < kCycleWindows, "both sides probed as often");
+  for (int64_t cycle : {0, 1, 7}) {
+    const int64_t first = cycle * kCycleWindows * kWindowCalls;
+    int64_t probes[2] = {0, 0}, settled = 0;
+    for (int64_t n = first; n < first + kCycleWindows * kWindowCalls; ++n) {
+      const int probe = small_call_probe(n);
+      ASSERT_GE(probe, -1);
+      ASSERT_LE(probe, 1);
+      if (probe < 0) {
+        ++settled;
+      } else {
+        ++probes[probe];
+        EXPECT_EQ(probe, small_call_probe(n / kWindowCalls * kWindowCalls)) << "a window keeps one side: " << n;
+      }
+    }
+    EXPECT_EQ(small_call_probe(first), 0) << "a cycle starts on the team";
+    EXPECT_EQ(small_call_probe(first + kWindowCalls), 1) << "and then one thread";
+    EXPECT_EQ(probes[0], kProbeWindows / 2 * kWindowCalls);
+    EXPECT_EQ(probes[1], kProbeWindows / 2 * kWindowCalls);
+    EXPECT_EQ(settled, (kCycleWindows - kProbeWindows) * kWindowCalls);
+    EXPECT_EQ(small_call_probe(first + kProbeWindows * kWindowCalls), -1) << "settled windows follow the probes";
+  }
+}
+
+// A small call takes its window's side and is timed in probe windows, and follows its
+// configuration's faster side untimed in the others; a larger call alternates by its timed calls;
+// without adapting, every call is on the team and none is timed for the choice.
+TEST(ThreadChoice, SmallCallsTakeTheirWindowsSideOthersTheirOwnAlternation) {
+  using detail::choose_call_threads;
+  using detail::kProbeWindows;
+  using detail::kWindowCalls;
+  ThreadTimes alone_wins;
+  record_times(alone_wins, false, 2000, 3);
+  record_times(alone_wins, true, 1000, 3);
+  const ThreadTimes untimed;
+  const int64_t settled = kProbeWindows * kWindowCalls;
+  for (const bool faster_alone : {true, false}) {
+    const ThreadTimes& t = faster_alone ? alone_wins : untimed;
+    EXPECT_FALSE(choose_call_threads(t, true, 0, -1).alone) << "the first window probes the team";
+    EXPECT_TRUE(choose_call_threads(t, true, 0, -1).timed);
+    EXPECT_TRUE(choose_call_threads(t, true, kWindowCalls, 5).alone) << "the second one thread, whatever the sample";
+    EXPECT_TRUE(choose_call_threads(t, true, kWindowCalls, 5).timed);
+    EXPECT_EQ(choose_call_threads(t, true, settled, -1).alone, faster_alone);
+    EXPECT_FALSE(choose_call_threads(t, true, settled, 3).timed) << "settled windows time nothing for the choice";
+    EXPECT_EQ(choose_call_threads(t, true, -1, -1).alone, faster_alone);
+    EXPECT_FALSE(choose_call_threads(t, true, -1, -1).timed);
+    EXPECT_TRUE(choose_call_threads(t, true, -1, 4).timed) << "a larger call's timed calls are";
+    EXPECT_EQ(choose_call_threads(t, true, -1, 4).alone, runs_alone(t, 4));
+    EXPECT_EQ(choose_call_threads(t, true, -1, 5).alone, runs_alone(t, 5));
+    for (int64_t small_call : {int64_t(-1), int64_t(0), kWindowCalls, settled}) {
+      EXPECT_FALSE(choose_call_threads(t, false, small_call, 1).alone);
+      EXPECT_FALSE(choose_call_threads(t, false, small_call, 1).timed);
+    }
+  }
 }
 
 TEST(ThreadChoice, UntimedSidesStartOnTheTeamAndTryOneThreadEveryOtherTimedCall) {
