@@ -85,7 +85,8 @@ typedef struct {
   int32_t max_isa;              /* convjit_isa; CONVJIT_ISA_AUTO: no cap (CONVJIT_MAX_ISA) */
   const char* cache_dir;        /* warm start directory, or NULL (read when the runtime is created) */
   int32_t adapt_threads;        /* 1: a configuration that ran faster on one thread lately runs on one; convolutions
-                                   under 4 MFLOP are timed in windows of the runtime's calls (default) */
+                                   under 4 MFLOP are timed in probe windows of the runtime's small calls, each
+                                   window on one side (default) */
 } convjit_policy;
 
 typedef struct convjit_runtime convjit_runtime;

@@ -35,7 +35,8 @@ struct CONVJIT_PUBLIC Policy {
   int num_threads = 0;                   // 0: the process setting (convjit::set_num_threads)
   bool adapt_threads = true;             // a configuration whose timed calls ran faster on one thread
                                          // lately runs on one; convolutions under 4 MFLOP are timed in
-                                         // windows of the runtime's calls (the same results; README "Threads")
+                                         // probe windows of the runtime's small calls, each window on
+                                         // one side (the same results; README "Threads")
   bool verbose = false;                  // one line per compile and per first call of a configuration
   bool specialize_sizes = false;         // also specialize on channel counts and spatial sizes
   bool decline_slower = true;            // keep generic the configurations a backend expects to lose on;

@@ -61,7 +61,7 @@ struct Runtime::Impl {
 
   int threads() const;  // the policy's, else the process setting
   // A convolution's: threads(), and whether adapt_threads chooses them as a small call's
-  // (thread_choice.hpp: kMinTeamFlops).
+  // (thread_choice.hpp: kSmallCallFlops).
   detail::CallThreads threads_for(const detail::ConvGeometry& g) const;
   // The slot of configuration c (inserted on first sight) with this call counted: *id is its
   // configuration id, *calls the call's number.

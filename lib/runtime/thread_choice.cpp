@@ -20,12 +20,19 @@ bool runs_alone(const ThreadTimes& times, int64_t sample) {
 }
 
 CallThreads conv_call_threads(int threads, double flops) {
-  return {threads, flops < kMinTeamFlops};
+  return {threads, flops < kSmallCallFlops};
 }
 
 int small_call_probe(int64_t n) {
-  const int64_t window = n / kWindowCalls % kCycleWindows;
-  return window < kProbeWindows ? int(window % 2) : -1;
+  // splitmix64's finalizer of the cycle's number: where its probes start, and which side first.
+  uint64_t mix = uint64_t(n / (kWindowCalls * kCycleWindows)) + 0x9E3779B97F4A7C15ull;
+  mix = (mix ^ (mix >> 30)) * 0xBF58476D1CE4E5B9ull;
+  mix = (mix ^ (mix >> 27)) * 0x94D049BB133111EBull;
+  mix ^= mix >> 31;
+  const int64_t first_probe = int64_t(mix % uint64_t(kCycleWindows - kProbeWindows + 1));
+  const int64_t probe = n / kWindowCalls % kCycleWindows - first_probe;
+  if (probe < 0 || probe >= kProbeWindows) return -1;
+  return int((probe + int64_t(mix >> 63)) % 2);
 }
 
 CallChoice choose_call_threads(const ThreadTimes& times, bool adapt, int64_t small_call, int64_t sample) {

@@ -22,15 +22,18 @@ struct ThreadTimes {
   void clear();  // not timed yet (a recycled detector slot)
 };
 
-// Small convolutions (under kMinTeamFlops) are not timed one side at a time: what a team call
+// Small convolutions (under kSmallCallFlops) are not timed one side at a time: what a team call
 // costs lands partly on the calls after it, since the next layer reads the planes the other core
 // wrote, so in a network of small layers each side timed amid the other's calls misjudges both
 // (bench/RESULTS.md, "Session 25"). A runtime's small calls go in windows of kWindowCalls, every
-// call of a window on one side: each cycle of kCycleWindows starts with kProbeWindows windows whose
-// calls are all timed, the team's and one thread's alternating, and in the rest each configuration
-// takes the side its probe calls ran faster on. Whether the team pays for small layers is the
-// host's: it did not on session 25's busy Zen 5 and did on session 34's Zen 4 ("Session 34").
-inline constexpr double kMinTeamFlops = 4e6;
+// call of a window on one side: each cycle of kCycleWindows has kProbeWindows consecutive windows
+// whose calls are all timed, the team's and one thread's alternating, and in the others each
+// configuration takes the side its probe calls ran faster on. Where the probes sit in a cycle and
+// which side goes first are drawn per cycle (a fixed hash of its number): a training step repeats
+// its calls with a period, and probes at fixed places could meet a configuration always on one
+// side, or never. Whether the team pays for small layers is the host's: it did not on session 25's
+// busy Zen 5 and did on session 34's Zen 4 (bench/RESULTS.md, "Session 34").
+inline constexpr double kSmallCallFlops = 4e6;
 inline constexpr int64_t kWindowCalls = 128;
 inline constexpr int64_t kProbeWindows = 4;
 inline constexpr int64_t kCycleWindows = 32;
@@ -39,7 +42,7 @@ inline constexpr int64_t kRareProbe = 8;
 inline constexpr double kFarSlower = 1.5;
 inline constexpr int64_t kSettled = 3;
 
-// The threads a call may use, and whether it is small (a convolution under kMinTeamFlops).
+// The threads a call may use, and whether it is small (a convolution under kSmallCallFlops).
 struct CallThreads {
   int threads;
   bool small;

@@ -27,41 +27,69 @@ void record_times(ThreadTimes& times, bool alone, int64_t ns, int count) {
   for (int i = 0; i < count; ++i) record_time(times, alone, ns);
 }
 
-// A convolution under kMinTeamFlops is small; the runtime's small calls probe in windows: the
-// first kProbeWindows windows of each cycle alternate the team and one thread, the rest follow each
-// configuration's faster side.
-TEST(ThreadChoice, SmallConvolutionsProbeBothSidesInWindowsOfEveryCycle) {
+// A convolution under kSmallCallFlops is small. Each cycle of a runtime's small calls has
+// kProbeWindows consecutive probe windows, one side each, alternating (two of each); the others
+// follow each configuration's faster side.
+TEST(ThreadChoice, EveryCycleProbesBothSidesInConsecutiveWindows) {
   using detail::conv_call_threads;
   using detail::kCycleWindows;
-  using detail::kMinTeamFlops;
   using detail::kProbeWindows;
+  using detail::kSmallCallFlops;
   using detail::kWindowCalls;
   using detail::small_call_probe;
-  EXPECT_TRUE(conv_call_threads(2, kMinTeamFlops - 1).small);
-  EXPECT_FALSE(conv_call_threads(2, kMinTeamFlops).small);
+  EXPECT_TRUE(conv_call_threads(2, kSmallCallFlops - 1).small);
+  EXPECT_FALSE(conv_call_threads(2, kSmallCallFlops).small);
   EXPECT_EQ(conv_call_threads(3, 1e9).threads, 3);
   EXPECT_EQ(conv_call_threads(3, 1.0).threads, 3);
   static_assert(kProbeWindows % 2 == 0 && kProbeWindows < kCycleWindows, "both sides probed as often");
-  for (int64_t cycle : {0, 1, 7}) {
+  int64_t starts_seen = 0, team_first = 0;
+  bool start_at[kCycleWindows] = {};
+  for (int64_t cycle = 0; cycle < 64; ++cycle) {
     const int64_t first = cycle * kCycleWindows * kWindowCalls;
-    int64_t probes[2] = {0, 0}, settled = 0;
-    for (int64_t n = first; n < first + kCycleWindows * kWindowCalls; ++n) {
-      const int probe = small_call_probe(n);
-      ASSERT_GE(probe, -1);
-      ASSERT_LE(probe, 1);
-      if (probe < 0) {
-        ++settled;
-      } else {
-        ++probes[probe];
-        EXPECT_EQ(probe, small_call_probe(n / kWindowCalls * kWindowCalls)) << "a window keeps one side: " << n;
+    int64_t probes[2] = {0, 0}, first_probe = -1, last_probe = -1;
+    for (int64_t window = 0; window < kCycleWindows; ++window) {
+      const int side = small_call_probe(first + window * kWindowCalls);
+      for (int64_t n = first + window * kWindowCalls; n < first + (window + 1) * kWindowCalls; ++n) {
+        ASSERT_EQ(small_call_probe(n), side) << "a window keeps one side: call " << n;
       }
+      ASSERT_GE(side, -1);
+      ASSERT_LE(side, 1);
+      if (side < 0) continue;
+      if (first_probe >= 0) EXPECT_NE(side, small_call_probe(first + (window - 1) * kWindowCalls)) << "alternating";
+      if (first_probe < 0) first_probe = window;
+      last_probe = window;
+      probes[side] += kWindowCalls;
     }
-    EXPECT_EQ(small_call_probe(first), 0) << "a cycle starts on the team";
-    EXPECT_EQ(small_call_probe(first + kWindowCalls), 1) << "and then one thread";
+    EXPECT_EQ(last_probe - first_probe + 1, kProbeWindows) << "consecutive probe windows, cycle " << cycle;
     EXPECT_EQ(probes[0], kProbeWindows / 2 * kWindowCalls);
     EXPECT_EQ(probes[1], kProbeWindows / 2 * kWindowCalls);
-    EXPECT_EQ(settled, (kCycleWindows - kProbeWindows) * kWindowCalls);
-    EXPECT_EQ(small_call_probe(first + kProbeWindows * kWindowCalls), -1) << "settled windows follow the probes";
+    starts_seen += !start_at[first_probe];
+    start_at[first_probe] = true;
+    team_first += small_call_probe(first + first_probe * kWindowCalls) == 0;
+  }
+  EXPECT_GE(starts_seen, 8) << "the probes move within the cycle";
+  EXPECT_GT(team_first, 8) << "either side may go first";
+  EXPECT_LT(team_first, 56);
+}
+
+// A configuration called once in every `period` small calls (a training step's layer) is probed
+// on both sides within a few hundred cycles, wherever in the step it sits, for periods around and
+// past the window and cycle sizes.
+TEST(ThreadChoice, APeriodicCallIsProbedOnBothSides) {
+  using detail::kCycleWindows;
+  using detail::kWindowCalls;
+  using detail::small_call_probe;
+  const int64_t cycle = kCycleWindows * kWindowCalls;
+  for (int64_t period : {int64_t(17), 2 * kWindowCalls, 4 * kWindowCalls, 8 * kWindowCalls, cycle / 2, cycle,
+                         cycle + kWindowCalls, 3 * cycle}) {
+    for (int64_t position : {int64_t(0), period / 3, period - 1}) {
+      bool seen[2] = {false, false};
+      for (int64_t n = position; n < 400 * cycle && !(seen[0] && seen[1]); n += period) {
+        const int side = small_call_probe(n);
+        if (side >= 0) seen[side] = true;
+      }
+      EXPECT_TRUE(seen[0] && seen[1]) << "period " << period << ", position " << position;
+    }
   }
 }
 
@@ -70,27 +98,30 @@ TEST(ThreadChoice, SmallConvolutionsProbeBothSidesInWindowsOfEveryCycle) {
 // without adapting, every call is on the team and none is timed for the choice.
 TEST(ThreadChoice, SmallCallsTakeTheirWindowsSideOthersTheirOwnAlternation) {
   using detail::choose_call_threads;
-  using detail::kProbeWindows;
   using detail::kWindowCalls;
-  ThreadTimes alone_wins;
+  ThreadTimes alone_wins, team_wins;
   record_times(alone_wins, false, 2000, 3);
   record_times(alone_wins, true, 1000, 3);
-  const ThreadTimes untimed;
-  const int64_t settled = kProbeWindows * kWindowCalls;
+  record_times(team_wins, false, 1000, 3);
+  record_times(team_wins, true, 2000, 3);
+  int64_t team_probe = 0, alone_probe = 0, settled = 0;  // the first small call of each kind
+  while (detail::small_call_probe(team_probe) != 0) team_probe += kWindowCalls;
+  while (detail::small_call_probe(alone_probe) != 1) alone_probe += kWindowCalls;
+  while (detail::small_call_probe(settled) != -1) settled += kWindowCalls;
   for (const bool faster_alone : {true, false}) {
-    const ThreadTimes& t = faster_alone ? alone_wins : untimed;
-    EXPECT_FALSE(choose_call_threads(t, true, 0, -1).alone) << "the first window probes the team";
-    EXPECT_TRUE(choose_call_threads(t, true, 0, -1).timed);
-    EXPECT_TRUE(choose_call_threads(t, true, kWindowCalls, 5).alone) << "the second one thread, whatever the sample";
-    EXPECT_TRUE(choose_call_threads(t, true, kWindowCalls, 5).timed);
+    const ThreadTimes& t = faster_alone ? alone_wins : team_wins;
+    EXPECT_FALSE(choose_call_threads(t, true, team_probe, -1).alone) << "a team window's call runs on the team";
+    EXPECT_TRUE(choose_call_threads(t, true, team_probe, -1).timed);
+    EXPECT_TRUE(choose_call_threads(t, true, alone_probe, 5).alone) << "one thread's alone, whatever the sample";
+    EXPECT_TRUE(choose_call_threads(t, true, alone_probe, 5).timed);
     EXPECT_EQ(choose_call_threads(t, true, settled, -1).alone, faster_alone);
     EXPECT_FALSE(choose_call_threads(t, true, settled, 3).timed) << "settled windows time nothing for the choice";
     EXPECT_EQ(choose_call_threads(t, true, -1, -1).alone, faster_alone);
     EXPECT_FALSE(choose_call_threads(t, true, -1, -1).timed);
     EXPECT_TRUE(choose_call_threads(t, true, -1, 4).timed) << "a larger call's timed calls are";
-    EXPECT_EQ(choose_call_threads(t, true, -1, 4).alone, runs_alone(t, 4));
-    EXPECT_EQ(choose_call_threads(t, true, -1, 5).alone, runs_alone(t, 5));
-    for (int64_t small_call : {int64_t(-1), int64_t(0), kWindowCalls, settled}) {
+    EXPECT_EQ(choose_call_threads(t, true, -1, 4).alone, faster_alone) << "the faster side on most samples";
+    EXPECT_EQ(choose_call_threads(t, true, -1, 1).alone, !faster_alone) << "and the other on its probes";
+    for (int64_t small_call : {int64_t(-1), team_probe, alone_probe, settled}) {
       EXPECT_FALSE(choose_call_threads(t, false, small_call, 1).alone);
       EXPECT_FALSE(choose_call_threads(t, false, small_call, 1).timed);
     }
