@@ -2,9 +2,9 @@
 // Avx2Floats, or Avx512YmmFloats (opmask loads, one permute for stride 2's even lanes, 32
 // registers), and for blocks of several output channels P, F itself or Avx512ChannelPairs (two
 // channels' 8-lane accumulators in one 512-bit vector), and for blocks of three T, F itself or
-// Avx512ChannelTriples (a pair's vector and the third channel's 8 lanes). The contract fixes 8 lanes whatever the
-// ISA: each lane's chain takes the pixels ow = lane mod 8 in order, then a fixed horizontal sum, so
-// both ISAs give the same bits. Include only from files compiled for F's ISA; internal linkage
+// Avx512ChannelTriples (a pair's vector and the third channel's 8 lanes). The contract fixes 8
+// lanes whatever the ISA: each lane's chain takes the pixels ow = lane mod 8 in order, then a fixed
+// horizontal sum, so both ISAs give the same bits. Include only from files compiled for F's ISA; internal linkage
 // (lib/README.md, "One kernel, several ISAs").
 #pragma once
 
