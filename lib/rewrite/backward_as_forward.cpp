@@ -100,17 +100,17 @@ bool strided_pointwise_backward_data_as_forward(const ConvGeometry& g, const con
 
 bool strided_backward_data_phases(const ConvGeometry& g, const convjit_conv_params& p, BackwardDataPhases* phases) {
   const int lead = 3 - p.rank;  // normalized dims before the problem's own
-  int64_t sub_kernel[3], residues[3];
+  int64_t residues[3], most_taps[3];
   bool strided = false;
   double phase_weight_floats = double(g.out_channels) * double(g.ic_per_group);
   for (int d = 0; d < 3; ++d) {
     const int64_t s = g.stride[d], k = g.kernel[d];
     strided |= s > 1;
     if (s > 1 && (g.dilation[d] != 1 || k < s)) return false;
-    sub_kernel[d] = (k + s - 1) / s;
-    if (sub_kernel[d] > kMaxPhaseKernel) return false;
+    most_taps[d] = (k + s - 1) / s;
+    if (most_taps[d] > kMaxPhaseKernel) return false;
     residues[d] = std::min(s, g.in[d]);
-    phase_weight_floats *= double(sub_kernel[d]) * double(residues[d]);
+    phase_weight_floats *= double(most_taps[d]) * double(residues[d]);
   }
   if (!strided || phase_weight_floats > double(kMaxTransposedWeights)) return false;
   // Depthwise: tier 0's own phases (depthwise_backward_data_phases.hpp, or NCHW's kernel at W
@@ -134,6 +134,7 @@ bool strided_backward_data_phases(const ConvGeometry& g, const convjit_conv_para
           if (s == 1) {  // as backward_data_as_forward: every tap, padding halo - pad
             const int64_t halo = (k - 1) * g.dilation[d];
             phase.residue[d] = phase.first_tap[d] = 0;
+            phase.taps[d] = k;
             phase.grid[d] = g.in[d];
             pad_begin = halo - g.pad_begin[d];
             pad_end = halo - (d < lead ? 0 : p.pad_end[d - lead]);
@@ -142,13 +143,15 @@ bool strided_backward_data_phases(const ConvGeometry& g, const convjit_conv_para
             phase.residue[d] = r[d];
             phase.first_tap[d] = first_tap;
             phase.grid[d] = (g.in[d] - r[d] + s - 1) / s;
-            pad_begin = sub_kernel[d] - 1 - c;
-            pad_end = phase.grid[d] - g.out[d] - pad_begin + sub_kernel[d] - 1;
+            if (c + 1 > most_taps[d]) return false;  // padding past the widest phase kernel: tier 0
+            phase.taps[d] = std::max((k - first_tap + s - 1) / s, c + 1);
+            pad_begin = phase.taps[d] - 1 - c;
+            pad_end = phase.grid[d] - g.out[d] - pad_begin + phase.taps[d] - 1;
           }
           if (pad_begin < 0 || pad_end < 0) return false;  // a phase reading past dy: not a padding
           if (d < lead) continue;
           f.in_size[d - lead] = g.out[d];
-          f.kernel[d - lead] = sub_kernel[d];
+          f.kernel[d - lead] = phase.taps[d];
           f.stride[d - lead] = 1;
           f.dilation[d - lead] = s == 1 ? g.dilation[d] : 1;
           f.pad_begin[d - lead] = pad_begin;
@@ -162,6 +165,13 @@ bool strided_backward_data_phases(const ConvGeometry& g, const convjit_conv_para
   return true;
 }
 
+int BackwardDataPhases::kernel_of(int i) const {
+  const convjit_conv_params& f = phase[i].forward;
+  for (int j = 0;; ++j) {
+    if (std::equal(f.kernel, f.kernel + f.rank, phase[j].forward.kernel)) return j;
+  }
+}
+
 void phase_weights(const ConvGeometry& g, const BackwardDataPhase& phase, const float* w, float* w_phase) {
   // Forward tap t' along a dim of stride s is the phase's tap j = k' - 1 - t', the original tap
   // kh = kh0 + j * s (zero weight past the kernel); unstrided dims: kh = k - 1 - t'. The mode
@@ -170,7 +180,7 @@ void phase_weights(const ConvGeometry& g, const BackwardDataPhase& phase, const 
   bool real[3][kMaxPhaseKernel];
   for (int d = 0; d < 3; ++d) {
     const int64_t s = g.stride[d], k = g.kernel[d];
-    sub_kernel[d] = s == 1 ? k : (k + s - 1) / s;
+    sub_kernel[d] = phase.taps[d];
     for (int64_t t = 0; t < sub_kernel[d]; ++t) {
       const int64_t kh = s == 1 ? k - 1 - t : phase.first_tap[d] + (sub_kernel[d] - 1 - t) * s;
       real[d][t] = kh < k;

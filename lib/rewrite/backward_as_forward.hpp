@@ -47,22 +47,28 @@ bool strided_pointwise_backward_data_as_forward(const ConvGeometry& g, const con
 // as the stride there, as stride-1 forward convolutions, one per phase of dx: along a dim of
 // stride s, the inputs i = s * q + r (residue r) are met only by the taps kh = kh0 + j * s with
 // kh0 = (r + pad) mod s, from outputs q + c - j, c = (r + pad - kh0) / s. So the phase is the
-// forward convolution of dy with those taps (channels transposed, taps reversed) under padding
-// k' - 1 - c, into a dense grid of its inputs, which is then spread onto dx. Every phase takes the
-// same kernel, k' = ceil(k / s) taps per strided dim, the taps a phase lacks as zero weights
-// (exactly nothing for finite dy: the forward's chain starts at +0), so one compiled forward kernel
-// serves all the phases of a configuration, and every tier runs the same chains.
+// forward convolution of dy with those ceil((k - kh0) / s) taps (channels transposed, taps
+// reversed) under padding k' - 1 - c, into a dense grid of its inputs, which is then spread onto
+// dx. k' is that count, or c + 1 where padding puts an output's first tap before it (the taps
+// past the kernel as zero weights: exactly nothing for finite dy, the forward's chain starts at
+// +0), at most ceil(k / s). Phases differ in k' where s does not divide k (a 5x5 at stride 2: 3x3,
+// 3x2, 2x3 and 2x2 kernels), so a configuration has one compiled kernel per kernel size among its
+// phases (lib/runtime/dispatch.cpp); every tier runs the same chains.
 inline constexpr int kMaxBackwardDataPhases = 64;
 inline constexpr int64_t kMaxPhaseKernel = 64;  // taps of a phase's kernel per dim
 struct BackwardDataPhase {
   convjit_conv_params forward;  // dy -> the phase's grid
   int64_t residue[3];           // r along D, H, W (normalized: 0 along unstrided dims)
   int64_t first_tap[3];         // kh0 along each dim (0 along unstrided dims)
+  int64_t taps[3];              // k' along each dim (k along unstrided dims)
   int64_t grid[3];              // the grid's size: the phase's inputs along each dim
 };
 struct BackwardDataPhases {
   int count = 0;
   BackwardDataPhase phase[kMaxBackwardDataPhases];
+  // The first phase whose forward has phase i's kernel size: the one whose compiled kernel phase
+  // i runs.
+  int kernel_of(int i) const;
 };
 // True when g (params) can run so: fills *phases (phases with no inputs, where dx is shorter
 // than the stride, are left out). Not depthwise problems that tier 0's depthwise kernels take:

@@ -12,7 +12,7 @@ namespace {
 // Per field of a configuration, an odd multiplier (splitmix64's sequence): configuration_id sums
 // the fields' products, independent multiplies instead of one chain of 27 dependent steps (which
 // was about half of a call's ~50 ns dispatch).
-constexpr int kIdFields = 10 + 6 * 3;
+constexpr int kIdFields = 11 + 6 * 3;
 constexpr std::array<uint64_t, kIdFields> kFieldMultipliers = [] {
   std::array<uint64_t, kIdFields> m{};
   uint64_t state = 0x243f6a8885a308d3ull;
@@ -65,7 +65,8 @@ std::string describe_configuration(const Configuration& c) {
   return std::string(op_name(c.op)) + " " +
          (c.is_pool() ? describe_pool(c.pool, c.p,
                                       c.op == CONVJIT_OP_LPNORMPOOL_FORWARD || c.op == CONVJIT_OP_LPNORMPOOL_BACKWARD)
-                      : describe_conv(c.conv, c.activation, c.has_bias));
+                      : describe_conv(c.conv, c.activation, c.has_bias)) +
+         (c.phase ? " phase " + std::to_string(c.phase) : std::string());
 }
 
 uint64_t configuration_id(const Configuration& c) {
@@ -80,7 +81,7 @@ uint64_t configuration_id(const Configuration& c) {
   } else {
     const convjit_conv_params& p = c.conv;
     h = weighted_sum({int64_t(c.op), int64_t(p.rank), int64_t(p.layout), int64_t(p.mode), p.batch, p.in_channels,
-                      p.out_channels, p.groups, int64_t(c.activation), int64_t(c.has_bias)},
+                      p.out_channels, p.groups, int64_t(c.activation), int64_t(c.has_bias), int64_t(c.phase)},
                      p.rank, {p.in_size, p.kernel, p.stride, p.dilation, p.pad_begin, p.pad_end});
   }
   // Mix the high bits into the low ones (the table's index).

@@ -30,6 +30,10 @@ struct Configuration {
   float p = 0;
   int32_t activation = CONVJIT_ACT_IDENTITY;
   bool has_bias = false;
+  // A strided backward data's phases of another kernel size than phase 0's have slots of their
+  // own, for their compiled kernels: the index of the first phase of that size
+  // (lib/rewrite/backward_as_forward.hpp). 0: the call's own configuration.
+  int32_t phase = 0;
 
   bool is_pool() const { return op >= CONVJIT_OP_MAXPOOL_FORWARD; }
 };

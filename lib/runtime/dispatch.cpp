@@ -155,48 +155,75 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
-  // Every phase has the same kernel size and channels: the first phase's compiled kernel serves
-  // every phase with its key (a phase whose rows take another ISA runs on tier 0).
-  detail::ConvGeometry first;
-  detail::make_conv_geometry(phases.phase[0].forward, &first);  // checked by the rule
-  const bool as_twin = detail::forward_runs_as_twin(first, isa_cap_, false);
-  auto runs_of = [&](const detail::BackwardDataPhase& phase, const detail::ConvGeometry& pg) {
-    return as_twin ? detail::forward_twin(phase.forward) : pg;
+  // What runs phase i: its forward, or that forward's twin.
+  struct PhaseProblem {
+    detail::ConvGeometry forward, runs;
+    bool as_twin;
   };
-  const detail::ConvGeometry first_runs = runs_of(phases.phase[0], first);
+  auto problem_of = [&](int i) {
+    PhaseProblem p;
+    detail::make_conv_geometry(phases.phase[i].forward, &p.forward);  // checked by the rule
+    p.as_twin = detail::forward_runs_as_twin(p.forward, isa_cap_, false);
+    p.runs = p.as_twin ? detail::forward_twin(phases.phase[i].forward) : p.forward;
+    return p;
+  };
+  // Per kernel size among the phases, at the index of its first phase: its slot (the call's own
+  // for phase 0's size, a companion configuration's for each other) and its compiled kernel.
+  ConfigSlot* size_slot[detail::kMaxBackwardDataPhases];
+  bool size_arrived[detail::kMaxBackwardDataPhases] = {};
+  const jit::CompiledKernel* size_kernel[detail::kMaxBackwardDataPhases] = {};
+  for (int i = 0; i < phases.count; ++i) {
+    if (phases.kernel_of(i) != i) continue;
+    uint64_t size_id = id;
+    int64_t size_calls = calls;
+    Configuration companion = c;
+    companion.phase = i;
+    size_slot[i] = i == 0 ? &slot : &count_call(companion, &size_id, &size_calls);
+    const PhaseProblem p = problem_of(i);
+    size_arrived[i] = arrived(
+        *size_slot[i], size_id, size_calls, [&] { return spec_key(p.runs, params.rank, false); },
+        [&](const jit::SpecKey& key) { return detail::jit_declined_because(p.runs, isa_cap_, *backend_, key); });
+  }
+  // One grace period for all of them, begun after every wait for a compile.
   std::optional<detail::GracePeriods::Reader> reading;
-  const convjit_conv_kernel* compiled = compiled_kernel(slot, id, calls, first_runs, params.rank, false, &reading);
-  const jit::SpecKey compiled_key = compiled ? spec_key(first_runs, params.rank, false) : jit::SpecKey{};
-  run_sampled(slot, calls, compiled != nullptr, threads_for(g), policy.adapt_threads, small_calls_, [&](int threads) {
-    int64_t grid_floats = 0;
-    for (int i = 0; i < phases.count; ++i) {
-      const int64_t* grid = phases.phase[i].grid;
-      grid_floats = std::max(grid_floats, g.batch * g.in_channels * grid[0] * grid[1] * grid[2]);
-    }
-    float* grid = detail::thread_rewrite_outputs(size_t(grid_floats));
-    float* w_phase = detail::thread_operands(size_t(first.out_channels * first.reduction));
-    for (int i = 0; i < phases.count; ++i) {
-      const detail::BackwardDataPhase& phase = phases.phase[i];
-      detail::ConvGeometry pg;
-      detail::make_conv_geometry(phase.forward, &pg);
-      const detail::ConvGeometry runs = runs_of(phase, pg);
-      const bool same_key = compiled && spec_key(runs, params.rank, false) == compiled_key;
-      detail::phase_weights(g, phase, w, w_phase);
-      run_forward_call(pg, phase.forward, as_twin, runs,
-                       detail::select_tier(runs, same_key ? compiled : nullptr, isa_cap_), threads, dy,
-                       {.rows = w_phase}, nullptr, false, grid);
-      detail::spread_grid(
-          g, {{phase.grid[0], phase.grid[1], phase.grid[2]}, {phase.residue[0], phase.residue[1], phase.residue[2]}},
-          grid, dx, false, threads);
-    }
-  });
+  for (int i = 0; i < phases.count; ++i) {
+    if (size_arrived[i])
+      size_kernel[i] = published(*size_slot[i], spec_key(problem_of(i).runs, params.rank, false), &reading);
+  }
+  run_sampled(
+      slot, calls, size_kernel[0] != nullptr, threads_for(g), policy.adapt_threads, small_calls_, [&](int threads) {
+        int64_t grid_floats = 0, w_phase_floats = 0;
+        for (int i = 0; i < phases.count; ++i) {
+          const detail::BackwardDataPhase& phase = phases.phase[i];
+          grid_floats = std::max(grid_floats, g.batch * g.in_channels * phase.grid[0] * phase.grid[1] * phase.grid[2]);
+          w_phase_floats =
+              std::max(w_phase_floats, g.in_channels * g.oc_per_group * phase.taps[0] * phase.taps[1] * phase.taps[2]);
+        }
+        float* grid = detail::thread_rewrite_outputs(size_t(grid_floats));
+        float* w_phase = detail::thread_operands(size_t(w_phase_floats));
+        for (int i = 0; i < phases.count; ++i) {
+          const detail::BackwardDataPhase& phase = phases.phase[i];
+          const PhaseProblem p = problem_of(i);
+          // A phase whose rows take another key than its size's first (another ISA, or
+          // other sizes where the policy specializes on them) runs on tier 0.
+          const jit::CompiledKernel* kernel = size_kernel[phases.kernel_of(i)];
+          const bool same_key = kernel && spec_key(p.runs, params.rank, false) == kernel->key;
+          detail::phase_weights(g, phase, w, w_phase);
+          run_forward_call(p.forward, phase.forward, p.as_twin, p.runs,
+                           detail::select_tier(p.runs, same_key ? &kernel->kernel : nullptr, isa_cap_), threads, dy,
+                           {.rows = w_phase}, nullptr, false, grid);
+          detail::spread_grid(
+              g,
+              {{phase.grid[0], phase.grid[1], phase.grid[2]}, {phase.residue[0], phase.residue[1], phase.residue[2]}},
+              grid, dx, false, threads);
+        }
+      });
 }
 
 template <typename KeyOf, typename DeclinedBecause>
-const jit::CompiledKernel* Runtime::Impl::compiled(ConfigSlot& slot, uint64_t id, int64_t calls, KeyOf&& key_of_call,
-                                                   DeclinedBecause&& declined_because,
-                                                   std::optional<detail::GracePeriods::Reader>* reading) {
-  if (!backend_) return nullptr;
+bool Runtime::Impl::arrived(ConfigSlot& slot, uint64_t id, int64_t calls, KeyOf&& key_of_call,
+                            DeclinedBecause&& declined_because) {
+  if (!backend_) return false;
   // The key only where a kernel is asked for or checked: calls that stay generic skip it.
   const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_acquire);
   if (!kernel && calls - slot.calls_at_cold.load(std::memory_order_relaxed) >= policy.hot_threshold &&
@@ -214,12 +241,24 @@ const jit::CompiledKernel* Runtime::Impl::compiled(ConfigSlot& slot, uint64_t id
     wait_for_slot(slot);  // its warm-start compile is on the way: tens of microseconds
     kernel = slot.kernel.load(std::memory_order_acquire);
   }
-  if (!kernel) return nullptr;
+  return kernel != nullptr;
+}
+
+const jit::CompiledKernel* Runtime::Impl::published(ConfigSlot& slot, const jit::SpecKey& key,
+                                                    std::optional<detail::GracePeriods::Reader>* reading) {
   // From before the kernel is read until it has returned (an eviction waits for it); never held
   // while waiting for a compile, so an eviction never waits for a call that waits for it.
-  reading->emplace(grace_);
-  kernel = slot.kernel.load(std::memory_order_seq_cst);              // not evicted meanwhile
-  return kernel && kernel->key == key_of_call() ? kernel : nullptr;  // else a recycled slot's
+  if (!*reading) reading->emplace(grace_);
+  const jit::CompiledKernel* kernel = slot.kernel.load(std::memory_order_seq_cst);  // not evicted meanwhile
+  return kernel && kernel->key == key ? kernel : nullptr;                           // else a recycled slot's
+}
+
+template <typename KeyOf, typename DeclinedBecause>
+const jit::CompiledKernel* Runtime::Impl::compiled(ConfigSlot& slot, uint64_t id, int64_t calls, KeyOf&& key_of_call,
+                                                   DeclinedBecause&& declined_because,
+                                                   std::optional<detail::GracePeriods::Reader>* reading) {
+  if (!arrived(slot, id, calls, key_of_call, declined_because)) return nullptr;
+  return published(slot, key_of_call(), reading);
 }
 
 const convjit_conv_kernel* Runtime::Impl::compiled_kernel(ConfigSlot& slot, uint64_t id, int64_t calls,

@@ -52,7 +52,11 @@ jit::SpecKey Runtime::Impl::filter_spec_key(const detail::ConvGeometry& g, int32
 }
 
 void Runtime::Impl::start_warm() {
-  for (const detail::Configuration& c : detail::load_hot_configurations(policy.cache_dir)) {
+  std::vector<detail::Configuration> configurations;
+  for (const detail::Configuration& saved : detail::load_hot_configurations(policy.cache_dir)) {
+    for (const detail::Configuration& c : detail::with_phase_companions(saved)) configurations.push_back(c);
+  }
+  for (const detail::Configuration& c : configurations) {
     // The key and why this version would decline it (the file may come from another version:
     // such a configuration is left to the detector, which declines it when it gets hot).
     jit::SpecKey key;
@@ -87,7 +91,9 @@ void Runtime::Impl::start_warm() {
 void Runtime::Impl::save_hot_configurations() {
   std::vector<detail::Configuration> hot;
   table_.for_each([&](ConfigSlot& slot) {
-    if (slot.state.load(std::memory_order_relaxed) == int(SlotState::Compiled)) {
+    // Companions come back with their configuration (with_phase_companions).
+    if (slot.state.load(std::memory_order_relaxed) == int(SlotState::Compiled) &&
+        slot.details->configuration.phase == 0) {
       hot.push_back(slot.details->configuration);
     }
   });

@@ -75,14 +75,24 @@ struct Runtime::Impl {
                    const float* x, const detail::ForwardWeights& w, const float* bias, bool relu, float* y,
                    After&& after);
   // Backward data g (params) of configuration c as the forward convolutions of its phases
-  // (lib/rewrite/backward_as_forward.hpp), one call counted: the first phase's compiled kernel
-  // runs every phase with its key, tier 0 the rest.
+  // (lib/rewrite/backward_as_forward.hpp), one call counted: each kernel size among the phases
+  // has a slot (c's for phase 0's, a companion configuration's, c with its phase field, for each
+  // other), whose compiled kernel runs the phases of that size with its key, tier 0 the rest.
   void run_backward_data_phases(const detail::Configuration& c, const detail::ConvGeometry& g,
                                 const convjit_conv_params& params, const detail::BackwardDataPhases& phases,
                                 const float* dy, const float* w, float* dx);
   // The compiled kernel of key_of_call() in the slot, requesting it when the configuration turns
   // hot (or declining it: declined_because(key) non-empty); null while none has arrived. *reading
   // is held from before the kernel is read until the call has run it.
+  // compiled() in two steps, for a call that runs several slots' kernels under one grace period:
+  // whether the slot's kernel has arrived (requesting or declining it when the configuration
+  // turns hot, waiting for a warm-start compile: no reader may be held meanwhile), and the
+  // kernel for key, read with *reading held (taken if it is not yet).
+  template <typename KeyOf, typename DeclinedBecause>
+  bool arrived(detail::ConfigSlot& slot, uint64_t id, int64_t calls, KeyOf&& key_of_call,
+               DeclinedBecause&& declined_because);
+  const jit::CompiledKernel* published(detail::ConfigSlot& slot, const jit::SpecKey& key,
+                                       std::optional<detail::GracePeriods::Reader>* reading);
   template <typename KeyOf, typename DeclinedBecause>
   const jit::CompiledKernel* compiled(detail::ConfigSlot& slot, uint64_t id, int64_t calls, KeyOf&& key_of_call,
                                       DeclinedBecause&& declined_because,

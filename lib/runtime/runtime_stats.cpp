@@ -34,8 +34,11 @@ RuntimeStats Runtime::Impl::stats() {
   s.backend_unavailable_reason = backend_unavailable_reason_;
   s.isa = jit::isa_name(std::min(jit::widest_host_isa(), isa_cap_));
   table_.for_each([&](ConfigSlot& slot) {
-    ConfigStats c;
     const detail::Configuration& config = slot.details->configuration;
+    // A strided backward data's companion slots (its phases' other kernel sizes) are not
+    // configurations of their own: their kernels count in the totals below.
+    if (config.phase != 0) return;
+    ConfigStats c;
     c.op = Op(config.op);
     if (config.is_pool()) {
       c.pool_dims = PoolDims::from_c(config.pool);

@@ -40,11 +40,12 @@ bool compiled_forward_problem(const Configuration& c, jit::Isa max_isa, ConvGeom
   convjit_conv_params forward = c.conv;
   bool backward_weights = false;  // the forward runs on the backward problem's weights
   if (c.op == CONVJIT_OP_CONV_BACKWARD_DATA) {
-    // dispatch.cpp's order: strided pointwise, the phases (the first's kernel serves all), stride 1.
+    // dispatch.cpp's order: strided pointwise, the phases (c.phase's kernel), stride 1.
     bool as_forward = strided_pointwise_backward_data_as_forward(*g, c.conv, &forward);
     BackwardDataPhases phases;
     if (!as_forward && strided_backward_data_phases(*g, c.conv, &phases)) {
-      forward = phases.phase[0].forward;
+      if (c.phase >= phases.count) return false;
+      forward = phases.phase[c.phase].forward;
       as_forward = true;
     } else {
       as_forward = as_forward || backward_data_as_forward(*g, c.conv, &forward);
@@ -54,6 +55,24 @@ bool compiled_forward_problem(const Configuration& c, jit::Isa max_isa, ConvGeom
   }
   if (forward_runs_as_twin(*g, max_isa, backward_weights)) *g = forward_twin(forward);
   return true;
+}
+
+std::vector<Configuration> with_phase_companions(const Configuration& c) {
+  std::vector<Configuration> all{c};
+  ConvGeometry g;
+  convjit_conv_params pointwise;
+  BackwardDataPhases phases;
+  if (c.op != CONVJIT_OP_CONV_BACKWARD_DATA || c.phase != 0 || !make_conv_geometry(c.conv, &g).ok() ||
+      strided_pointwise_backward_data_as_forward(g, c.conv, &pointwise) ||
+      !strided_backward_data_phases(g, c.conv, &phases)) {
+    return all;
+  }
+  for (int i = 1; i < phases.count; ++i) {
+    if (phases.kernel_of(i) != i) continue;
+    all.push_back(c);
+    all.back().phase = i;
+  }
+  return all;
 }
 
 bool pool_rows_op(int32_t code, PoolOp* op) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "backend.hpp"
 #include "config_table.hpp"
@@ -27,11 +28,15 @@ ForwardKernels select_tier(const ConvGeometry& g, const convjit_conv_kernel* com
 bool runs_depthwise_rows(const ConvGeometry& g);
 
 // The forward problem whose compiled kernel runs configuration c, after the rewrite rules: a
-// forward convolution or a backward data that runs as one (stride 1, strided pointwise, or the
-// first of its phases: they share its kernel), NHWC
-// problems with few channels as their NCHW twin. dispatch.cpp applies the same rules, in this order. False when no
-// compiled kernel can run c (its op has none, or it is invalid).
+// forward convolution or a backward data that runs as one (stride 1, strided pointwise, or its
+// phase c.phase: a configuration's slot compiles its phase 0's kernel, and each other kernel size
+// among its phases has a slot of its own), NHWC problems with few channels as their NCHW twin.
+// dispatch.cpp applies the same rules, in this order. False when no compiled kernel can run c
+// (its op has none, or it is invalid).
 bool compiled_forward_problem(const Configuration& c, jit::Isa max_isa, ConvGeometry* g);
+// c and its companions: a strided backward data's configurations for the kernel sizes of its
+// phases other than phase 0's (what the warm start compiles for it); else c alone.
+std::vector<Configuration> with_phase_companions(const Configuration& c);
 
 // The pooling op of an op code that compiled rows run (max or mean, forward or backward), or false.
 bool pool_rows_op(int32_t code, PoolOp* op);
