@@ -9,7 +9,8 @@ bool backward_filter_direct_supported(const ConvGeometry& g, DirectFilterScope s
 }
 
 void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
-  run_backward_filter_direct<Avx512YmmFloats, Avx512ChannelPairs, Avx512ChannelTriples>(g, threads, x, dy, dw);
+  run_backward_filter_direct<Avx512YmmFloats, Avx512ChannelPairs, Avx512ChannelTriples, Avx512GroupPairs>(g, threads, x,
+                                                                                                          dy, dw);
 }
 
 }  // namespace convjit::detail::avx512

@@ -1,8 +1,9 @@
 // The NCHW direct backward filter (conv_backward_filter_direct.hpp) over an 8-lane vector type F:
 // Avx2Floats, or Avx512YmmFloats (opmask loads, one permute for stride 2's even lanes, 32
 // registers), and for blocks of several output channels P, F itself or Avx512ChannelPairs (two
-// channels' 8-lane accumulators in one 512-bit vector), and for blocks of three T, F itself or
-// Avx512ChannelTriples (a pair's vector and the third channel's 8 lanes). The contract fixes 8
+// channels' 8-lane accumulators in one 512-bit vector), for blocks of three T, F itself or
+// Avx512ChannelTriples (a pair's vector and the third channel's 8 lanes), and for two depthwise
+// groups at once G, F itself (no such blocks) or Avx512GroupPairs. The contract fixes 8
 // lanes whatever the ISA: each lane's chain takes the pixels ow = lane mod 8 in order, then a fixed
 // horizontal sum, so both ISAs give the same bits. Include only from files compiled for F's ISA; internal linkage
 // (lib/README.md, "One kernel, several ISAs").
@@ -40,6 +41,12 @@ float horizontal_sum(__m256 v) {
 
 template <typename F>
 constexpr int64_t kVecFloats = sizeof(typename F::Vec) / sizeof(float);
+
+// Whether F's halves hold two depthwise groups, each with its own inputs (Avx512GroupPairs).
+template <typename F>
+constexpr bool kGroupsInHalves = requires {
+  F::kGroupsInHalves;
+};
 
 // Output channels a vector of F holds (one 8-lane accumulator each), and the registers it takes.
 template <typename F>
@@ -106,6 +113,31 @@ float channel_sum(typename F::Vec v, int o) {
   }
 }
 
+// A vector's inputs at `at`: the same pixels in every half, or (group pairs) the first group's in
+// the low half and the second's, group_step floats on, in the high one.
+template <typename F, int Stride>
+inline __attribute__((always_inline)) typename F::Vec body_inputs(const float* at, int64_t group_step) {
+  if constexpr (!kGroupsInHalves<F>) {
+    return load_real_inputs<F, Stride>(at, 0);
+  } else if constexpr (Stride == 1) {
+    return F::load_groups(at, group_step);
+  } else {
+    return F::load_even_groups(at, group_step);
+  }
+}
+// The same for an edge vector's tap kw: zero where not real.
+template <typename F, int KW, int Stride>
+inline __attribute__((always_inline)) typename F::Vec edge_inputs(const typename ColumnPlan<F, KW, Stride>::Edge& edge,
+                                                                  const float* at, int kw, int64_t group_step) {
+  if constexpr (!kGroupsInHalves<F>) {
+    return load_edge_inputs<F, KW, Stride>(edge, at, kw);
+  } else if constexpr (Stride == 1) {
+    return F::load_groups(at, group_step, edge.taps[kw][0]);
+  } else {
+    return F::load_even_groups(at, group_step, edge.taps[kw][0], edge.taps[kw][1]);
+  }
+}
+
 // One output row's share of the accumulators (Ocb output channels' vectors x Rows x KW): every
 // column vector of the output channels' dy rows (y.channel apart) against the input rows of the
 // taps (null: a row in the padding, zero products, skipped; only when MayBePadded).
@@ -115,7 +147,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
                                                           const float* const (&rows)[Rows], const float* dy_row,
                                                           typename F::Vec (&acc)[channel_vectors<F>(Ocb)][Rows][KW]) {
   constexpr int V = channel_vectors<F>(Ocb);
-  const int64_t dy_channel = g.y.channel;
+  const int64_t dy_channel = g.y.channel, group_step = g.x.channel;
   for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
     typename F::Vec grad[V];
 #pragma GCC unroll 4
@@ -126,7 +158,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
       if (MayBePadded && !rows[r]) continue;
 #pragma GCC unroll 8
       for (int kw = 0; kw < KW; ++kw) {
-        const typename F::Vec in = load_real_inputs<F, Stride>(rows[r], first_w + kw * step_w);
+        const typename F::Vec in = body_inputs<F, Stride>(rows[r] + first_w + kw * step_w, group_step);
 #pragma GCC unroll 4
         for (int o = 0; o < V; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
       }
@@ -143,7 +175,7 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
       if (MayBePadded && !rows[r]) continue;
 #pragma GCC unroll 8
       for (int kw = 0; kw < KW; ++kw) {
-        const typename F::Vec in = load_edge_inputs<F, KW, Stride>(edge, rows[r] + first_w + kw * step_w, kw);
+        const typename F::Vec in = edge_inputs<F, KW, Stride>(edge, rows[r] + first_w + kw * step_w, kw, group_step);
 #pragma GCC unroll 4
         for (int o = 0; o < V; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
       }
@@ -266,15 +298,18 @@ constexpr bool rows_fit_registers(int ocb, int rows, int kw, int stride) {
 }
 
 // The columns of a call for each vector type: blocks of one output channel run on F, of three on
-// T, the others on P (each planned only where it is not an earlier one).
-template <typename F, typename P, typename T, int KW, int Stride>
+// T, of two groups (depthwise) on G, the others on P (each planned only where it is not an
+// earlier one).
+template <typename F, typename P, typename T, typename G, int KW, int Stride>
 struct BlockColumns {
   ColumnPlan<F, KW, Stride> one;
   ColumnPlan<P, KW, Stride> several;
   ColumnPlan<T, KW, Stride> three;
+  ColumnPlan<G, KW, Stride> two_groups;
   explicit BlockColumns(const ConvGeometry& g) : one(plan_columns<F, KW, Stride>(g)) {
     if constexpr (!std::is_same_v<P, F>) several = plan_columns<P, KW, Stride>(g);
     if constexpr (!std::is_same_v<T, F> && !std::is_same_v<T, P>) three = plan_columns<T, KW, Stride>(g);
+    if constexpr (!std::is_same_v<G, F>) two_groups = plan_columns<G, KW, Stride>(g);
   }
   template <typename B>
   const ColumnPlan<B, KW, Stride>& of() const {
@@ -282,27 +317,34 @@ struct BlockColumns {
       return one;
     } else if constexpr (std::is_same_v<B, P>) {
       return several;
-    } else {
+    } else if constexpr (std::is_same_v<B, T>) {
       return three;
+    } else {
+      return two_groups;
     }
   }
 };
 
-// A block of Ocb output channels over the kernel's whole height at once (each dy vector loaded
-// once for all the taps) where it fits the registers, else one kernel row at a time: Rows is the
-// height or 1, so a block never covers rows past the kernel.
-template <typename F, typename P, typename T, int Ocb, int KW, int Stride>
-void block_of_channels(const ConvGeometry& g, const BlockColumns<F, P, T, KW, Stride>& columns, const float* x,
-                       const float* dy, int64_t group, int64_t oc0, int64_t ic, const Images& images, float* dw) {
-  using B = std::conditional_t<Ocb == 1, F, std::conditional_t<Ocb == 3, T, P>>;
-  const ColumnPlan<B, KW, Stride>* plan = &columns.template of<B>();
+// A block of Ocb output channels on B over the kernel's whole height at once (each dy vector
+// loaded once for all the taps) where it fits the registers, else one kernel row at a time: Rows
+// is the height or 1, so a block never covers rows past the kernel.
+template <typename B, int Ocb, int KW, int Stride>
+void block_rows(const ConvGeometry& g, const ColumnPlan<B, KW, Stride>& plan, const float* x, const float* dy,
+                int64_t group, int64_t oc0, int64_t ic, const Images& images, float* dw) {
   if constexpr (rows_fit_registers<B>(Ocb, 3, KW, Stride)) {
-    if (g.kernel[1] == 3) return channel_block<B, Ocb, 3, KW, Stride>(g, *plan, x, dy, group, oc0, ic, images, dw);
+    if (g.kernel[1] == 3) return channel_block<B, Ocb, 3, KW, Stride>(g, plan, x, dy, group, oc0, ic, images, dw);
   }
   if constexpr (rows_fit_registers<B>(Ocb, 2, KW, Stride)) {
-    if (g.kernel[1] == 2) return channel_block<B, Ocb, 2, KW, Stride>(g, *plan, x, dy, group, oc0, ic, images, dw);
+    if (g.kernel[1] == 2) return channel_block<B, Ocb, 2, KW, Stride>(g, plan, x, dy, group, oc0, ic, images, dw);
   }
-  channel_block<B, Ocb, 1, KW, Stride>(g, *plan, x, dy, group, oc0, ic, images, dw);
+  channel_block<B, Ocb, 1, KW, Stride>(g, plan, x, dy, group, oc0, ic, images, dw);
+}
+
+template <typename F, typename P, typename T, typename G, int Ocb, int KW, int Stride>
+void block_of_channels(const ConvGeometry& g, const BlockColumns<F, P, T, G, KW, Stride>& columns, const float* x,
+                       const float* dy, int64_t group, int64_t oc0, int64_t ic, const Images& images, float* dw) {
+  using B = std::conditional_t<Ocb == 1, F, std::conditional_t<Ocb == 3, T, P>>;
+  block_rows<B, Ocb, KW, Stride>(g, columns.template of<B>(), x, dy, group, oc0, ic, images, dw);
 }
 
 // The most output channels (up to 4) a one-row block of P holds in its accumulators.
@@ -317,26 +359,26 @@ constexpr int max_block_channels() {
 // input load (a row of a 3x3 on 8-lane vectors: 12 FMAs per 4 dy and 3 x loads, against 9 per 10
 // one channel at a time over its three rows; channel pairs halve the FMAs and the dy vectors).
 // Each block's accumulators wait in `images.saved`, one after another.
-template <typename F, typename P, typename T, int KW, int Stride>
-void channels(const ConvGeometry& g, const BlockColumns<F, P, T, KW, Stride>& columns, const float* x, const float* dy,
-              int64_t group, int64_t oc0, int64_t count, int64_t ic, Images images, float* dw) {
+template <typename F, typename P, typename T, typename G, int KW, int Stride>
+void channels(const ConvGeometry& g, const BlockColumns<F, P, T, G, KW, Stride>& columns, const float* x,
+              const float* dy, int64_t group, int64_t oc0, int64_t count, int64_t ic, Images images, float* dw) {
   constexpr int kMaxOcb = max_block_channels<P, KW>();
-  const int64_t block_saved = saved_floats_per_block<F, P, T>(g);
+  const int64_t block_saved = saved_floats_per_block<F, P, T, G>(g);
   for (int64_t block = 0; count > 0; ++block, oc0 += kMaxOcb, count -= kMaxOcb) {
     const Images at = images.from(block * block_saved);
     switch (std::min<int64_t>(count, kMaxOcb)) {
-      case 1: block_of_channels<F, P, T, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw); break;
+      case 1: block_of_channels<F, P, T, G, 1, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw); break;
       case 2:
         if constexpr (kMaxOcb >= 2)
-          block_of_channels<F, P, T, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
+          block_of_channels<F, P, T, G, 2, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
         break;
       case 3:
         if constexpr (kMaxOcb >= 3)
-          block_of_channels<F, P, T, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
+          block_of_channels<F, P, T, G, 3, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
         break;
       default:
         if constexpr (kMaxOcb >= 4)
-          block_of_channels<F, P, T, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
+          block_of_channels<F, P, T, G, 4, KW, Stride>(g, columns, x, dy, group, oc0, ic, at, dw);
         break;
     }
   }
@@ -344,25 +386,31 @@ void channels(const ConvGeometry& g, const BlockColumns<F, P, T, KW, Stride>& co
 
 // Tasks: (group, block of output channels, input channel). Blocks of up to 4 share the input
 // loads; with few channels (the seed network: 3 x 3 tasks at most), smaller blocks only where a
-// thread would otherwise have no task, since each block reads the inputs again. Any blocking gives
-// the same bits. The columns are planned once per call (for each vector type).
+// thread would otherwise have no task, since each block reads the inputs again. Depthwise problems
+// take two groups a task where G holds them (one instruction for both groups' chains), the last
+// of an odd count alone. Any blocking gives the same bits. The columns are planned once per call
+// (for each vector type).
 // A thread takes a range of consecutive tasks (a block's input channels one after another) and runs
 // them over a chunk of images at a time: the chunk's x and dy stay in the core's L2 while every task
 // of the range reads them, where each task streaming the whole batch read dy from memory once per
 // input channel and x once per block. Between chunks the accumulators wait in the thread's scratch.
-template <typename F, typename P, typename T, int KW, int Stride>
+template <typename F, typename P, typename T, typename G, int KW, int Stride>
 void direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
-  const BlockColumns<F, P, T, KW, Stride> columns(g);
+  const BlockColumns<F, P, T, G, KW, Stride> columns(g);
+  const int64_t groups_per_task =
+      !std::is_same_v<G, F> && g.oc_per_group == 1 && g.ic_per_group == 1 && g.groups > 1 ? 2 : 1;
+  const int64_t group_tasks = (g.groups + groups_per_task - 1) / groups_per_task;
   int64_t block_size = 4;
-  while (block_size > 1 && g.groups * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < threads) {
+  while (block_size > 1 && group_tasks * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < threads) {
     block_size /= 2;
   }
   const int64_t oc_blocks = (g.oc_per_group + block_size - 1) / block_size, per_group = oc_blocks * g.ic_per_group;
-  const int64_t tasks = g.groups * per_group;
-  const int64_t image_floats = g.ic_per_group * g.in[0] * g.in[1] * g.in[2] + g.oc_per_group * g.out_pixels();
+  const int64_t tasks = group_tasks * per_group;
+  const int64_t image_floats =
+      groups_per_task * (g.ic_per_group * g.in[0] * g.in[1] * g.in[2] + g.oc_per_group * g.out_pixels());
   const int64_t chunk = std::max<int64_t>(1, l2_cache_bytes() / 2 / int64_t(sizeof(float)) / image_floats);
   constexpr int64_t kMaxOcb = max_block_channels<P, KW>();
-  const int64_t task_saved = (block_size + kMaxOcb - 1) / kMaxOcb * saved_floats_per_block<F, P, T>(g);
+  const int64_t task_saved = (block_size + kMaxOcb - 1) / kMaxOcb * saved_floats_per_block<F, P, T, G>(g);
   // Ranges for the threads, and enough that a range's accumulators fit the scratch. Where the whole
   // batch fits the cache (the seed network), a task per range.
   const int64_t ranges =
@@ -377,27 +425,32 @@ void direct(const ConvGeometry& g, int threads, const float* x, const float* dy,
     const int64_t images_per_call = in_chunks ? chunk : g.batch;
     for (int64_t n0 = 0; n0 < g.batch; n0 += images_per_call) {
       for (int64_t task = first; task < end; ++task) {
-        const int64_t group = task / per_group, block = task % per_group / g.ic_per_group, ic = task % g.ic_per_group;
+        const int64_t group = task / per_group * groups_per_task, block = task % per_group / g.ic_per_group;
+        const int64_t ic = task % g.ic_per_group;
         const int64_t oc0 = block * block_size, count = std::min<int64_t>(block_size, g.oc_per_group - oc0);
         const Images images =
             Images{n0, std::min(g.batch, n0 + images_per_call), saved}.from((task - first) * task_saved);
-        channels<F, P, T, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, images, dw);
+        if (groups_per_task == 2 && group + 1 < g.groups) {
+          block_rows<G, 2, KW, Stride>(g, columns.template of<G>(), x, dy, group, 0, 0, images, dw);
+        } else {
+          channels<F, P, T, G, KW, Stride>(g, columns, x, dy, group, oc0, count, ic, images, dw);
+        }
       }
     }
     F::leave();
   });
 }
 
-template <typename F, typename P, typename T, int Stride>
+template <typename F, typename P, typename T, typename G, int Stride>
 void direct_any_width(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
   switch (g.kernel[2]) {
-    case 1: return direct<F, P, T, 1, Stride>(g, threads, x, dy, dw);
-    case 2: return direct<F, P, T, 2, Stride>(g, threads, x, dy, dw);
-    case 3: return direct<F, P, T, 3, Stride>(g, threads, x, dy, dw);
-    case 4: return direct<F, P, T, 4, Stride>(g, threads, x, dy, dw);
-    case 5: return direct<F, P, T, 5, Stride>(g, threads, x, dy, dw);
-    case 6: return direct<F, P, T, 6, Stride>(g, threads, x, dy, dw);
-    default: return direct<F, P, T, 7, Stride>(g, threads, x, dy, dw);
+    case 1: return direct<F, P, T, G, 1, Stride>(g, threads, x, dy, dw);
+    case 2: return direct<F, P, T, G, 2, Stride>(g, threads, x, dy, dw);
+    case 3: return direct<F, P, T, G, 3, Stride>(g, threads, x, dy, dw);
+    case 4: return direct<F, P, T, G, 4, Stride>(g, threads, x, dy, dw);
+    case 5: return direct<F, P, T, G, 5, Stride>(g, threads, x, dy, dw);
+    case 6: return direct<F, P, T, G, 6, Stride>(g, threads, x, dy, dw);
+    default: return direct<F, P, T, G, 7, Stride>(g, threads, x, dy, dw);
   }
 }
 
@@ -411,11 +464,12 @@ inline bool backward_filter_direct_fits(const ConvGeometry& g, DirectFilterScope
          channels_fit && w_positions_fit_lanes(g) && edge_vectors(g, 8) <= kMaxEdgeVectors;
 }
 
-template <typename F, typename P, typename T>
+template <typename F, typename P, typename T, typename G>
 void run_backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
-  static_assert(F::kLanes == 8 && P::kLanes == 8 && T::kLanes == 8, "the contract's chains are by ow mod 8");
-  if (g.stride[2] == 1) return direct_any_width<F, P, T, 1>(g, threads, x, dy, dw);
-  direct_any_width<F, P, T, 2>(g, threads, x, dy, dw);
+  static_assert(F::kLanes == 8 && P::kLanes == 8 && T::kLanes == 8 && G::kLanes == 8,
+                "the contract's chains are by ow mod 8");
+  if (g.stride[2] == 1) return direct_any_width<F, P, T, G, 1>(g, threads, x, dy, dw);
+  direct_any_width<F, P, T, G, 2>(g, threads, x, dy, dw);
 }
 
 }  // namespace

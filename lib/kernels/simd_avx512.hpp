@@ -199,6 +199,32 @@ struct Avx512ChannelPairs {
   }
 };
 
+// Two depthwise groups' 8-lane chains at once: as Avx512ChannelPairs, one output channel's
+// accumulator in each half, but each half's inputs from its own group's input channel (x rows
+// `group_step` floats apart), so a block of two groups runs one instruction for both halves'
+// operations and bits; at stride 2 one permute takes both groups' even lanes.
+struct Avx512GroupPairs : Avx512ChannelPairs {
+  static constexpr bool kGroupsInHalves = true;
+
+  static Vec load_groups(const float* p, int64_t group_step) { return load_channels(p, group_step); }
+  static Vec load_groups(const float* p, int64_t group_step, Mask lanes) { return load_channels(p, group_step, lanes); }
+  // The even lanes of 16 floats at p in the low half, of 16 floats group_step on in the high one;
+  // masked: first and second mask each group's two 8-float halves.
+  static Vec load_even_groups(const float* p, int64_t group_step) {
+    return evens(_mm512_loadu_ps(p), _mm512_loadu_ps(p + group_step));
+  }
+  static Vec load_even_groups(const float* p, int64_t group_step, Mask first, Mask second) {
+    const __mmask16 both = __mmask16(first | unsigned(second) << 8);
+    return evens(_mm512_maskz_loadu_ps(both, p), _mm512_maskz_loadu_ps(both, p + group_step));
+  }
+
+ private:
+  static Vec evens(__m512 low, __m512 high) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_permutex2var_ps(low, even, high);
+  }
+};
+
 // Three channels' 8-lane chains: a pair's 512-bit vector and the third channel's 256-bit one, so
 // a block of three channels runs no wasted half (a pair with a repeated channel does). Where the
 // datapath is 256 bits wide (AMD Zen 4) a 512-bit FMA costs two 256-bit ones, so the third
