@@ -99,7 +99,9 @@ typedef enum {
 } convjit_op;
 
 /* evictions: configurations the detector's full table recycled; kernel_evictions: kernels the full
- * code budget evicted; mapped_bytes: the executable memory the kernels hold (what the budget bounds). */
+ * code budget evicted; mapped_bytes: the executable memory the kernels hold (what the budget bounds).
+ * A strided backward data's phases of another kernel size than phase 0's have slots of their own,
+ * counted in compiles, compile_failures, kernels and evictions but not in configurations. */
 typedef struct {
   int64_t configurations, calls_generic, calls_jit, compiles, compile_failures, kernels, code_bytes, evictions;
   int64_t kernel_evictions, mapped_bytes;

@@ -94,7 +94,10 @@ struct RuntimeStats {
   std::string backend_unavailable_reason;
   std::vector<ConfigStats> configurations;
   int64_t compiles = 0, compile_failures = 0, kernels = 0, code_bytes = 0;
-  int64_t evictions = 0;         // configurations the detector's full table recycled
+  // configurations the detector's full table recycled (a strided backward data's phases of
+  // another kernel size than phase 0's hold slots of their own, in no row: their kernels,
+  // compiles and failures count in these totals, and their slots in the table)
+  int64_t evictions = 0;
   int64_t kernel_evictions = 0;  // kernels the full code budget evicted (their configurations went back to tier 0)
   int64_t mapped_bytes = 0;      // executable memory the kernels hold (what the code budget bounds)
 };

@@ -1,7 +1,7 @@
 // NHWC depthwise backward data as the stride-1 depthwise forwards of its phases, each over its
 // real taps only, written straight into dx (rewrite/backward_as_forward.hpp's phases, which other
-// problems run through a grid spread onto dx, take every phase the same kernel with zero weights
-// for the taps a phase lacks). Along a dim of stride s, the inputs i = s * q + r (residue r) are
+// problems run through a grid spread onto dx, take zero weights where padding puts outputs before
+// a phase's first tap). Along a dim of stride s, the inputs i = s * q + r (residue r) are
 // met only by the taps kh = kh0 + j * s < k, kh0 = (r + pad) mod s, from the outputs q + c - j,
 // c = (r + pad - kh0) / s: the forward over dy whose tap t reads kh = kh0 + (m - 1 - t) * s (m
 // real taps), output q of it being dx's input s * q + r. Along a dim of stride 1 the one phase is

@@ -306,10 +306,12 @@ struct BlockColumns {
   ColumnPlan<P, KW, Stride> several;
   ColumnPlan<T, KW, Stride> three;
   ColumnPlan<G, KW, Stride> two_groups;
-  explicit BlockColumns(const ConvGeometry& g) : one(plan_columns<F, KW, Stride>(g)) {
+  BlockColumns(const ConvGeometry& g, bool group_pairs) : one(plan_columns<F, KW, Stride>(g)) {
     if constexpr (!std::is_same_v<P, F>) several = plan_columns<P, KW, Stride>(g);
     if constexpr (!std::is_same_v<T, F> && !std::is_same_v<T, P>) three = plan_columns<T, KW, Stride>(g);
-    if constexpr (!std::is_same_v<G, F>) two_groups = plan_columns<G, KW, Stride>(g);
+    if constexpr (!std::is_same_v<G, F>) {
+      if (group_pairs) two_groups = plan_columns<G, KW, Stride>(g);
+    }
   }
   template <typename B>
   const ColumnPlan<B, KW, Stride>& of() const {
@@ -387,18 +389,18 @@ void channels(const ConvGeometry& g, const BlockColumns<F, P, T, G, KW, Stride>&
 // Tasks: (group, block of output channels, input channel). Blocks of up to 4 share the input
 // loads; with few channels (the seed network: 3 x 3 tasks at most), smaller blocks only where a
 // thread would otherwise have no task, since each block reads the inputs again. Depthwise problems
-// take two groups a task where G holds them (one instruction for both groups' chains), the last
-// of an odd count alone. Any blocking gives the same bits. The columns are planned once per call
-// (for each vector type).
-// A thread takes a range of consecutive tasks (a block's input channels one after another) and runs
-// them over a chunk of images at a time: the chunk's x and dy stay in the core's L2 while every task
-// of the range reads them, where each task streaming the whole batch read dy from memory once per
-// input channel and x once per block. Between chunks the accumulators wait in the thread's scratch.
+// take two groups a task where G holds them (one instruction for both groups' chains) and there
+// are enough groups for every thread, the last of an odd count alone. Any blocking gives the same bits. The columns are
+// planned once per call (for each vector type). A thread takes a range of consecutive tasks (a block's input channels
+// one after another) and runs them over a chunk of images at a time: the chunk's x and dy stay in the core's L2 while
+// every task of the range reads them, where each task streaming the whole batch read dy from memory once per input
+// channel and x once per block. Between chunks the accumulators wait in the thread's scratch.
 template <typename F, typename P, typename T, typename G, int KW, int Stride>
 void direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {
-  const BlockColumns<F, P, T, G, KW, Stride> columns(g);
+  // Pairs where every thread still gets a task.
   const int64_t groups_per_task =
-      !std::is_same_v<G, F> && g.oc_per_group == 1 && g.ic_per_group == 1 && g.groups > 1 ? 2 : 1;
+      !std::is_same_v<G, F> && g.oc_per_group == 1 && g.ic_per_group == 1 && g.groups / 2 >= threads ? 2 : 1;
+  const BlockColumns<F, P, T, G, KW, Stride> columns(g, groups_per_task == 2);
   const int64_t group_tasks = (g.groups + groups_per_task - 1) / groups_per_task;
   int64_t block_size = 4;
   while (block_size > 1 && group_tasks * ((g.oc_per_group + block_size - 1) / block_size) * g.ic_per_group < threads) {

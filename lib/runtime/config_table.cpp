@@ -10,7 +10,7 @@ namespace convjit::detail {
 namespace {
 
 // Per field of a configuration, an odd multiplier (splitmix64's sequence): configuration_id sums
-// the fields' products, independent multiplies instead of one chain of 27 dependent steps (which
+// the fields' products, independent multiplies instead of one chain of 29 dependent steps (which
 // was about half of a call's ~50 ns dispatch).
 constexpr int kIdFields = 11 + 6 * 3;
 constexpr std::array<uint64_t, kIdFields> kFieldMultipliers = [] {

@@ -115,7 +115,7 @@ ConfigSlot& Runtime::Impl::count_call(const Configuration& c, uint64_t* id, int6
   *calls = slot.calls.fetch_add(1, std::memory_order_relaxed) + 1;
   // The first call, also of a slot the warm start made before any call.
   if (*calls == 1) slot.first_call_ns.store(now_ns(), std::memory_order_relaxed);
-  if (*calls == 1 && policy.verbose) {
+  if (*calls == 1 && policy.verbose && c.phase == 0) {  // a companion is no call of its own
     std::fprintf(stderr, "convjit: first call of %s: generic\n", detail::describe_configuration(c).c_str());
   }
   return slot;
@@ -178,6 +178,7 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
     int64_t size_calls = calls;
     Configuration companion = c;
     companion.phase = i;
+    if (i > 0 && !backend_) break;  // nothing to compile: no companion slots
     size_slot[i] = i == 0 ? &slot : &count_call(companion, &size_id, &size_calls);
     const PhaseProblem p = problem_of(i);
     size_arrived[i] = arrived(
