@@ -138,48 +138,82 @@ inline __attribute__((always_inline)) typename F::Vec edge_inputs(const typename
   }
 }
 
-// One output row's share of the accumulators (Ocb output channels' vectors x Rows x KW): every
-// column vector of the output channels' dy rows (y.channel apart) against the input rows of the
-// taps (null: a row in the padding, zero products, skipped; only when MayBePadded).
-template <typename F, int Ocb, int Rows, int KW, int Stride, bool MayBePadded>
+// Whether a block of ocb output channels over `rows` kernel rows takes the input walk (RowWalk):
+// blocks of one register, whose accumulators, a dy vector per kernel row and the input (at stride
+// 2 its two loads and the permute's indices) fit the registers. Blocks of several registers lost
+// on it (a dy vector per kernel row and channel vector: bench/RESULTS.md, "Session 35").
+template <typename F>
+constexpr bool input_walk_fits(int ocb, int rows, int kw, int stride) {
+  return rows > 1 && channel_vectors<F>(ocb) * kRegistersPerVector<F> == 1 &&
+         rows * kw + rows + (stride == 1 ? 1 : 3) <= F::kRegisters;
+}
+
+// What a row call holds fixed: one dy row against the input rows of the block's kernel rows (an
+// output row), or one input row against the dy rows it meets through each kernel row (an input
+// row, at H stride 1: each input vector loaded once per W tap, not once per tap). Either way each
+// accumulator takes its dy rows in order, and a row's vectors in the same order, so both give the
+// same bits.
+enum class RowWalk { Output, Input };
+
+// One row's share of the accumulators (Ocb output channels' vectors x Rows x KW): every column
+// vector of the output channels' dy rows (y.channel apart) against the input rows of the taps.
+// Output walk: dy_rows[0] against rows[r] (null: a row in the padding, zero products, skipped;
+// only when MayBePadded). Input walk: rows[0] against dy_rows[r] (null: no output row meets it
+// through kernel row r).
+template <typename F, int Ocb, int Rows, int KW, int Stride, bool MayBePadded, RowWalk Walk>
 inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
                                                           const ColumnPlan<F, KW, Stride>& columns, int64_t step_w,
-                                                          const float* const (&rows)[Rows], const float* dy_row,
+                                                          const float* const (&rows)[Rows],
+                                                          const float* const (&dy_rows)[Rows],
                                                           typename F::Vec (&acc)[channel_vectors<F>(Ocb)][Rows][KW]) {
   constexpr int V = channel_vectors<F>(Ocb);
+  constexpr int kDyRows = Walk == RowWalk::Input ? Rows : 1;
   const int64_t dy_channel = g.y.channel, group_step = g.x.channel;
-  for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
-    typename F::Vec grad[V];
+  // The vector at ow, its dy from dy_at(address, channel vector) and its inputs from
+  // inputs_at(address, kw).
+  auto vector_at = [&](int64_t ow, auto&& dy_at, auto&& inputs_at) __attribute__((always_inline)) {
+    typename F::Vec grad[kDyRows][V];
 #pragma GCC unroll 4
-    for (int o = 0; o < V; ++o) grad[o] = load_dy<F, Ocb>(dy_row + ow, dy_channel, o);
+    for (int q = 0; q < kDyRows; ++q) {
+      if (Walk == RowWalk::Input && !dy_rows[q]) continue;
+#pragma GCC unroll 4
+      for (int o = 0; o < V; ++o) grad[q][o] = dy_at(dy_rows[q] + ow, o);
+    }
     const int64_t first_w = first_input_column(g, ow);
-#pragma GCC unroll 4
-    for (int r = 0; r < Rows; ++r) {
-      if (MayBePadded && !rows[r]) continue;
+    if constexpr (Walk == RowWalk::Input) {
 #pragma GCC unroll 8
       for (int kw = 0; kw < KW; ++kw) {
-        const typename F::Vec in = body_inputs<F, Stride>(rows[r] + first_w + kw * step_w, group_step);
+        const typename F::Vec in = inputs_at(rows[0] + first_w + kw * step_w, kw);
 #pragma GCC unroll 4
-        for (int o = 0; o < V; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
+        for (int r = 0; r < Rows; ++r) {
+          if (!dy_rows[r]) continue;
+#pragma GCC unroll 4
+          for (int o = 0; o < V; ++o) acc[o][r][kw] = F::fma(grad[r][o], in, acc[o][r][kw]);
+        }
+      }
+    } else {
+#pragma GCC unroll 4
+      for (int r = 0; r < Rows; ++r) {
+        if (MayBePadded && !rows[r]) continue;
+#pragma GCC unroll 8
+        for (int kw = 0; kw < KW; ++kw) {
+          const typename F::Vec in = inputs_at(rows[r] + first_w + kw * step_w, kw);
+#pragma GCC unroll 4
+          for (int o = 0; o < V; ++o) acc[o][r][kw] = F::fma(grad[0][o], in, acc[o][r][kw]);
+        }
       }
     }
+  };
+  for (int64_t ow = columns.body_begin; ow < columns.body_end; ow += 8) {
+    vector_at(
+        ow, [&](const float* p, int o) { return load_dy<F, Ocb>(p, dy_channel, o); },
+        [&](const float* p, int) { return body_inputs<F, Stride>(p, group_step); });
   }
   for (int e = 0; e < columns.edge_count; ++e) {
     const auto& edge = columns.edges[e];
-    typename F::Vec grad[V];
-#pragma GCC unroll 4
-    for (int o = 0; o < V; ++o) grad[o] = load_dy<F, Ocb>(dy_row + edge.ow, dy_channel, o, edge.lanes);
-    const int64_t first_w = first_input_column(g, edge.ow);
-#pragma GCC unroll 4
-    for (int r = 0; r < Rows; ++r) {
-      if (MayBePadded && !rows[r]) continue;
-#pragma GCC unroll 8
-      for (int kw = 0; kw < KW; ++kw) {
-        const typename F::Vec in = edge_inputs<F, KW, Stride>(edge, rows[r] + first_w + kw * step_w, kw, group_step);
-#pragma GCC unroll 4
-        for (int o = 0; o < V; ++o) acc[o][r][kw] = F::fma(grad[o], in, acc[o][r][kw]);
-      }
-    }
+    vector_at(
+        edge.ow, [&](const float* p, int o) { return load_dy<F, Ocb>(p, dy_channel, o, edge.lanes); },
+        [&](const float* p, int kw) { return edge_inputs<F, KW, Stride>(edge, p, kw, group_step); });
   }
 }
 
@@ -241,22 +275,42 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
           if (id < 0 || id >= g.in[0]) continue;  // padding: zero products
           const float* plane = x_channel + n * g.x.batch + id * g.x.spatial[0];
           const float* dy_plane = dy_channel + n * g.y.batch + od * g.y.spatial[0];
+          if constexpr (input_walk_fits<F>(Ocb, Rows, KW, Stride)) {
+            if (g.stride[1] == 1) {
+              // Input rows in order; kernel row r meets output row ih - input_coordinate(0, r).
+              int64_t ih_begin = g.in[1], ih_end = 0;
+              for (int r = 0; r < Rows; ++r) {
+                ih_begin = std::min(ih_begin, input_coordinate(g, 1, 0, kh0 + r));
+                ih_end = std::max(ih_end, input_coordinate(g, 1, g.out[1] - 1, kh0 + r) + 1);
+              }
+              for (int64_t ih = std::max<int64_t>(0, ih_begin); ih < std::min(g.in[1], ih_end); ++ih) {
+                const float* rows[Rows] = {plane + ih * g.x.spatial[1]};
+                const float* dy_rows[Rows];
+                for (int r = 0; r < Rows; ++r) {
+                  const int64_t oh = ih - input_coordinate(g, 1, 0, kh0 + r);
+                  dy_rows[r] = oh >= 0 && oh < g.out[1] ? dy_plane + oh * g.y.spatial[1] : nullptr;
+                }
+                accumulate_row<F, Ocb, Rows, KW, Stride, false, RowWalk::Input>(g, columns, step_w, rows, dy_rows, acc);
+              }
+              continue;
+            }
+          }
           auto padded_row = [&](int64_t oh) {
             const float* rows[Rows];
             for (int r = 0; r < Rows; ++r) {
               const int64_t ih = input_coordinate(g, 1, oh, kh0 + r);
               rows[r] = ih >= 0 && ih < g.in[1] ? plane + ih * g.x.spatial[1] : nullptr;
             }
-            accumulate_row<F, Ocb, Rows, KW, Stride, true>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1],
-                                                           acc);
+            const float* dy_rows[Rows] = {dy_plane + oh * g.y.spatial[1]};
+            accumulate_row<F, Ocb, Rows, KW, Stride, true, RowWalk::Output>(g, columns, step_w, rows, dy_rows, acc);
           };
           for (int64_t oh = 0; oh < oh_begin; ++oh) padded_row(oh);
           for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
             // Formed per row, not stepped: a pointer stepped past the last row would leave x.
             const float* rows[Rows];
             for (int r = 0; r < Rows; ++r) rows[r] = plane + input_coordinate(g, 1, oh, kh0 + r) * g.x.spatial[1];
-            accumulate_row<F, Ocb, Rows, KW, Stride, false>(g, columns, step_w, rows, dy_plane + oh * g.y.spatial[1],
-                                                            acc);
+            const float* dy_rows[Rows] = {dy_plane + oh * g.y.spatial[1]};
+            accumulate_row<F, Ocb, Rows, KW, Stride, false, RowWalk::Output>(g, columns, step_w, rows, dy_rows, acc);
           }
           for (int64_t oh = std::max(oh_begin, oh_end); oh < g.out[1]; ++oh) padded_row(oh);
         }
