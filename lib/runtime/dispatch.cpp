@@ -155,17 +155,22 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   uint64_t id;
   int64_t calls;
   ConfigSlot& slot = count_call(c, &id, &calls);
-  // What runs phase i: its forward, or that forward's twin.
+  // What runs each phase: its forward, or that forward's twin; its key, made where first asked for.
   struct PhaseProblem {
     detail::ConvGeometry forward, runs;
     bool as_twin;
+    std::optional<jit::SpecKey> key;
   };
-  auto problem_of = [&](int i) {
-    PhaseProblem p;
+  PhaseProblem problems[detail::kMaxBackwardDataPhases];
+  for (int i = 0; i < phases.count; ++i) {
+    PhaseProblem& p = problems[i];
     detail::make_conv_geometry(phases.phase[i].forward, &p.forward);  // checked by the rule
     p.as_twin = detail::forward_runs_as_twin(p.forward, isa_cap_, false);
     p.runs = p.as_twin ? detail::forward_twin(phases.phase[i].forward) : p.forward;
-    return p;
+  }
+  auto key_of = [&](int i) -> const jit::SpecKey& {
+    if (!problems[i].key) problems[i].key = spec_key(problems[i].runs, params.rank, false);
+    return *problems[i].key;
   };
   // Per kernel size among the phases, at the index of its first phase: its slot (the call's own
   // for phase 0's size, a companion configuration's for each other) and its compiled kernel.
@@ -174,22 +179,26 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
   const jit::CompiledKernel* size_kernel[detail::kMaxBackwardDataPhases] = {};
   for (int i = 0; i < phases.count; ++i) {
     if (phases.kernel_of(i) != i) continue;
+    if (i > 0 && !backend_) break;  // nothing to compile: no companion slots
     uint64_t size_id = id;
     int64_t size_calls = calls;
-    Configuration companion = c;
-    companion.phase = i;
-    if (i > 0 && !backend_) break;  // nothing to compile: no companion slots
-    size_slot[i] = i == 0 ? &slot : &count_call(companion, &size_id, &size_calls);
-    const PhaseProblem p = problem_of(i);
+    if (i == 0) {
+      size_slot[i] = &slot;
+    } else {
+      Configuration companion = c;
+      companion.phase = i;
+      size_slot[i] = &count_call(companion, &size_id, &size_calls);
+    }
     size_arrived[i] = arrived(
-        *size_slot[i], size_id, size_calls, [&] { return spec_key(p.runs, params.rank, false); },
-        [&](const jit::SpecKey& key) { return detail::jit_declined_because(p.runs, isa_cap_, *backend_, key); });
+        *size_slot[i], size_id, size_calls, [&] { return key_of(i); },
+        [&](const jit::SpecKey& key) {
+          return detail::jit_declined_because(problems[i].runs, isa_cap_, *backend_, key);
+        });
   }
   // One grace period for all of them, begun after every wait for a compile.
   std::optional<detail::GracePeriods::Reader> reading;
   for (int i = 0; i < phases.count; ++i) {
-    if (size_arrived[i])
-      size_kernel[i] = published(*size_slot[i], spec_key(problem_of(i).runs, params.rank, false), &reading);
+    if (size_arrived[i]) size_kernel[i] = published(*size_slot[i], key_of(i), &reading);
   }
   run_sampled(
       slot, calls, size_kernel[0] != nullptr, threads_for(g), policy.adapt_threads, small_calls_, [&](int threads) {
@@ -204,11 +213,11 @@ void Runtime::Impl::run_backward_data_phases(const Configuration& c, const detai
         float* w_phase = detail::thread_operands(size_t(w_phase_floats));
         for (int i = 0; i < phases.count; ++i) {
           const detail::BackwardDataPhase& phase = phases.phase[i];
-          const PhaseProblem p = problem_of(i);
+          const PhaseProblem& p = problems[i];
           // A phase whose rows take another key than its size's first (another ISA, or
           // other sizes where the policy specializes on them) runs on tier 0.
           const jit::CompiledKernel* kernel = size_kernel[phases.kernel_of(i)];
-          const bool same_key = kernel && spec_key(p.runs, params.rank, false) == kernel->key;
+          const bool same_key = kernel && key_of(i) == kernel->key;
           detail::phase_weights(g, phase, w, w_phase);
           run_forward_call(p.forward, phase.forward, p.as_twin, p.runs,
                            detail::select_tier(p.runs, same_key ? &kernel->kernel : nullptr, isa_cap_), threads, dy,
