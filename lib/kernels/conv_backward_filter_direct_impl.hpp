@@ -175,9 +175,10 @@ inline __attribute__((always_inline)) void accumulate_row(const ConvGeometry& g,
     typename F::Vec grad[kDyRows][V];
 #pragma GCC unroll 4
     for (int q = 0; q < kDyRows; ++q) {
-      if (Walk == RowWalk::Input && !dy_rows[q]) continue;
 #pragma GCC unroll 4
-      for (int o = 0; o < V; ++o) grad[q][o] = dy_at(dy_rows[q] + ow, o);
+      for (int o = 0; o < V; ++o) {
+        grad[q][o] = Walk == RowWalk::Input && !dy_rows[q] ? F::zero() : dy_at(dy_rows[q] + ow, o);  // zero: unused
+      }
     }
     const int64_t first_w = first_input_column(g, ow);
     if constexpr (Walk == RowWalk::Input) {
@@ -295,6 +296,8 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
               continue;
             }
           }
+          // Output rows where some of the block's kernel rows meet the padding (a block of one row
+          // would read nothing real there: it skips them).
           auto padded_row = [&](int64_t oh) {
             const float* rows[Rows];
             for (int r = 0; r < Rows; ++r) {
@@ -304,7 +307,9 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
             const float* dy_rows[Rows] = {dy_plane + oh * g.y.spatial[1]};
             accumulate_row<F, Ocb, Rows, KW, Stride, true, RowWalk::Output>(g, columns, step_w, rows, dy_rows, acc);
           };
-          for (int64_t oh = 0; oh < oh_begin; ++oh) padded_row(oh);
+          if constexpr (Rows > 1) {
+            for (int64_t oh = 0; oh < oh_begin; ++oh) padded_row(oh);
+          }
           for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
             // Formed per row, not stepped: a pointer stepped past the last row would leave x.
             const float* rows[Rows];
@@ -312,7 +317,9 @@ void channel_block(const ConvGeometry& g, const ColumnPlan<F, KW, Stride>& colum
             const float* dy_rows[Rows] = {dy_plane + oh * g.y.spatial[1]};
             accumulate_row<F, Ocb, Rows, KW, Stride, false, RowWalk::Output>(g, columns, step_w, rows, dy_rows, acc);
           }
-          for (int64_t oh = std::max(oh_begin, oh_end); oh < g.out[1]; ++oh) padded_row(oh);
+          if constexpr (Rows > 1) {
+            for (int64_t oh = std::max(oh_begin, oh_end); oh < g.out[1]; ++oh) padded_row(oh);
+          }
         }
       }
       if (images.end < g.batch) {
@@ -382,15 +389,18 @@ struct BlockColumns {
 };
 
 // A block of Ocb output channels on B over the kernel's whole height at once (each dy vector
-// loaded once for all the taps) where it fits the registers, else one kernel row at a time: Rows
-// is the height or 1, so a block never covers rows past the kernel.
+// loaded once for all the taps) where it fits the registers and the kernel is 3 high, or 2 high
+// and at most 3 wide (where a dy load is the largest share of a row's loads), else one kernel row
+// at a time, so a block never covers rows past the kernel. Each height blocked is a variant of
+// every block, width and stride, and the sanitized trees compile them slowly (bench/RESULTS.md,
+// "Session 36").
 template <typename B, int Ocb, int KW, int Stride>
 void block_rows(const ConvGeometry& g, const ColumnPlan<B, KW, Stride>& plan, const float* x, const float* dy,
                 int64_t group, int64_t oc0, int64_t ic, const Images& images, float* dw) {
   if constexpr (rows_fit_registers<B>(Ocb, 3, KW, Stride)) {
     if (g.kernel[1] == 3) return channel_block<B, Ocb, 3, KW, Stride>(g, plan, x, dy, group, oc0, ic, images, dw);
   }
-  if constexpr (rows_fit_registers<B>(Ocb, 2, KW, Stride)) {
+  if constexpr (KW <= 3 && rows_fit_registers<B>(Ocb, 2, KW, Stride)) {
     if (g.kernel[1] == 2) return channel_block<B, Ocb, 2, KW, Stride>(g, plan, x, dy, group, oc0, ic, images, dw);
   }
   channel_block<B, Ocb, 1, KW, Stride>(g, plan, x, dy, group, oc0, ic, images, dw);
