@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config   # toolchain (bench/ gets OpenMP, oneDNN's threads, from GCC's libgomp)
   clang-14 libclang-rt-14-dev        # tests/fuzz: libFuzzer with AddressSanitizer + UBSan
+  valgrind                           # tests/isa: a host without AVX-512 (valgrind decodes none)
   libgtest-dev                       # tests
   libbenchmark-dev                   # bench/
   nlohmann-json3-dev                 # shapes.json reader (tools, bench)

@@ -5,7 +5,7 @@
 namespace convjit::detail::avx2 {
 
 bool backward_filter_direct_supported(const ConvGeometry& g, DirectFilterScope scope) {
-  return backward_filter_direct_fits(g, scope) && jit::host_has(jit::Isa::Avx2Fma);
+  return jit::host_has(jit::Isa::Avx2Fma) && backward_filter_direct_fits(g, scope);
 }
 
 void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {

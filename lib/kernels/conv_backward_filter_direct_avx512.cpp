@@ -5,7 +5,7 @@
 namespace convjit::detail::avx512 {
 
 bool backward_filter_direct_supported(const ConvGeometry& g, DirectFilterScope scope) {
-  return backward_filter_direct_fits(g, scope) && process_may_use(jit::Isa::Avx512);
+  return process_may_use(jit::Isa::Avx512) && backward_filter_direct_fits(g, scope);
 }
 
 void backward_filter_direct(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {

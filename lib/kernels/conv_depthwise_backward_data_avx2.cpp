@@ -5,7 +5,7 @@
 namespace convjit::detail::avx2 {
 
 bool depthwise_backward_data_supported(const ConvGeometry& g) {
-  return g.layout == CONVJIT_NHWC && g.ic_per_group == 1 && g.oc_per_group == 1 && jit::host_has(jit::Isa::Avx2Fma);
+  return jit::host_has(jit::Isa::Avx2Fma) && g.layout == CONVJIT_NHWC && g.ic_per_group == 1 && g.oc_per_group == 1;
 }
 
 void depthwise_backward_data(const ConvGeometry& g, int threads, const float* dy, const float* w_taps, int64_t ow_tile,

@@ -5,8 +5,8 @@
 namespace convjit::detail::avx2 {
 
 bool depthwise_backward_filter_supported(const ConvGeometry& g) {
-  return g.layout == CONVJIT_NHWC && g.ic_per_group == 1 && g.oc_per_group == 1 && g.taps <= kDepthwiseFilterMaxTaps &&
-         jit::host_has(jit::Isa::Avx2Fma);
+  return jit::host_has(jit::Isa::Avx2Fma) && g.layout == CONVJIT_NHWC && g.ic_per_group == 1 && g.oc_per_group == 1 &&
+         g.taps <= kDepthwiseFilterMaxTaps;
 }
 
 void depthwise_backward_filter(const ConvGeometry& g, int threads, const float* x, const float* dy, float* dw) {

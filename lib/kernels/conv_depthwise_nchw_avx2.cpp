@@ -5,7 +5,7 @@
 namespace convjit::detail::avx2 {
 
 bool depthwise_nchw_supported(const ConvGeometry& g) {
-  return depthwise_nchw_fits<Avx2Floats>(g) && jit::host_has(jit::Isa::Avx2Fma);
+  return jit::host_has(jit::Isa::Avx2Fma) && depthwise_nchw_fits<Avx2Floats>(g);
 }
 
 void depthwise_nchw(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,

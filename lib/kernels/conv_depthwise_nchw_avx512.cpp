@@ -5,7 +5,7 @@
 namespace convjit::detail::avx512 {
 
 bool depthwise_nchw_supported(const ConvGeometry& g) {
-  return depthwise_nchw_fits<Avx512Floats>(g) && jit::host_has(jit::Isa::Avx512);
+  return jit::host_has(jit::Isa::Avx512) && depthwise_nchw_fits<Avx512Floats>(g);
 }
 
 void depthwise_nchw(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,

@@ -5,7 +5,7 @@
 namespace convjit::detail::avx2 {
 
 bool depthwise_nhwc_supported(const ConvGeometry& g) {
-  return depthwise_nhwc_fits(g) && jit::host_has(jit::Isa::Avx2Fma);
+  return jit::host_has(jit::Isa::Avx2Fma) && depthwise_nhwc_fits(g);
 }
 
 void depthwise_nhwc(const ConvGeometry& g, int threads, const float* x, const float* w, const float* bias, bool relu,

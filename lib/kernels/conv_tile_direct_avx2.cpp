@@ -5,7 +5,7 @@
 namespace convjit::detail::avx2 {
 
 bool conv_tile_direct_supported(const convjit_conv_problem& g) {
-  return conv_tile_direct_fits(g) && jit::host_has(jit::Isa::Avx2Fma);
+  return jit::host_has(jit::Isa::Avx2Fma) && conv_tile_direct_fits(g);
 }
 
 void conv_tile_direct(const convjit_conv_problem* problem, const convjit_conv_tile* tile) {

@@ -5,7 +5,7 @@
 namespace convjit::detail::avx512 {
 
 bool conv_tile_direct_supported(const convjit_conv_problem& g) {
-  return conv_tile_direct_fits(g) && jit::host_has(jit::Isa::Avx512);
+  return jit::host_has(jit::Isa::Avx512) && conv_tile_direct_fits(g);
 }
 
 void conv_tile_direct(const convjit_conv_problem* problem, const convjit_conv_tile* tile) {

@@ -5,7 +5,7 @@
 namespace convjit::detail::avx2 {
 
 bool pool_nchw_supported(const PoolGeometry& g, PoolOp op) {
-  return g.layout == Layout::NCHW && op != PoolOp::LpNorm && jit::host_has(jit::Isa::Avx2Fma);
+  return jit::host_has(jit::Isa::Avx2Fma) && g.layout == Layout::NCHW && op != PoolOp::LpNorm;
 }
 
 void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,

@@ -5,7 +5,7 @@
 namespace convjit::detail::avx512 {
 
 bool pool_nchw_supported(const PoolGeometry& g, PoolOp op) {
-  return g.layout == Layout::NCHW && op != PoolOp::LpNorm && process_may_use(jit::Isa::Avx512);
+  return process_may_use(jit::Isa::Avx512) && g.layout == Layout::NCHW && op != PoolOp::LpNorm;
 }
 
 void pool_nchw_forward(const PoolGeometry& g, PoolOp op, const NchwPoolWalk& walk, const NchwPoolRow* rows,

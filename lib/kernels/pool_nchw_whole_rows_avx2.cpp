@@ -12,11 +12,11 @@ bool host_runs_this_build() {
 }  // namespace
 
 bool pool_nchw_whole_rows_forward_supported(const PoolGeometry& g, PoolOp op) {
-  return whole_rows_fit(g) && op != PoolOp::LpNorm && host_runs_this_build();
+  return host_runs_this_build() && whole_rows_fit(g) && op != PoolOp::LpNorm;
 }
 
 bool pool_nchw_whole_rows_backward_supported(const PoolGeometry& g, PoolOp op) {
-  return whole_rows_fit(g) && windows_never_overlap(g) && op == PoolOp::Mean && host_runs_this_build();
+  return host_runs_this_build() && whole_rows_fit(g) && windows_never_overlap(g) && op == PoolOp::Mean;
 }
 
 void pool_nchw_whole_rows_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t first_plane,

@@ -5,7 +5,7 @@
 namespace convjit::detail::avx512 {
 
 bool pool_nhwc_supported(const PoolGeometry& g, PoolOp op) {
-  return g.layout == Layout::NHWC && op != PoolOp::LpNorm && process_may_use(jit::Isa::Avx512);
+  return process_may_use(jit::Isa::Avx512) && g.layout == Layout::NHWC && op != PoolOp::LpNorm;
 }
 
 void pool_nhwc_forward(const PoolGeometry& g, PoolOp op, const float* x, float* y, int64_t n, int64_t c0, int64_t c1,
