@@ -8,6 +8,7 @@
 
 #include "conv_backward_filter_direct.hpp"
 #include "conv_depthwise_backward_filter.hpp"
+#include "conv_depthwise_nchw_backward_filter.hpp"
 #include "gemm_tile.hpp"
 #include "geometry.hpp"
 #include "ops_internal.hpp"
@@ -216,6 +217,9 @@ void run_conv_backward_filter(const ConvGeometry& g, DirectFilterScope direct, i
 #if defined(__x86_64__)
   if (avx512::depthwise_backward_filter_supported(g)) return avx512::depthwise_backward_filter(g, threads, x, dy, dw);
   if (avx2::depthwise_backward_filter_supported(g)) return avx2::depthwise_backward_filter(g, threads, x, dy, dw);
+  if (avx512::depthwise_nchw_backward_filter_supported(g)) {
+    return avx512::depthwise_nchw_backward_filter(g, threads, x, dy, dw);
+  }
   if (avx512::backward_filter_direct_supported(g, direct)) return avx512::backward_filter_direct(g, threads, x, dy, dw);
   if (avx2::backward_filter_direct_supported(g, direct)) return avx2::backward_filter_direct(g, threads, x, dy, dw);
 #else
