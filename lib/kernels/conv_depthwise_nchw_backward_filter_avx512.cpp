@@ -149,15 +149,21 @@ inline __attribute__((always_inline)) void input_row(const Plan& plan, const flo
                                                      const __m512i (&shift)[3], __m512 (&acc)[Rows][KW]) {
   auto accumulate = [&](int r, int64_t v, const __m512(&inputs)[KW]) __attribute__((always_inline)) {
     const __mmask16 pixels = plan.pixels[size_t(v)];
+    // One load for the KW FMAs: as the memory operand of each, the loads were what limited the walk
+    // (bench/RESULTS.md, "Session 38"). A masked load, which the compiler does not fold.
+    const __m512 dy_vector = _mm512_maskz_load_ps(pixels, rows.dy[r] + v);
 #pragma GCC unroll 8
-    for (int j = 0; j < KW; ++j) acc[r][j] = _mm512_mask3_fmadd_ps(rows.dy[r][v], inputs[j], acc[r][j], pixels);
+    for (int j = 0; j < KW; ++j) acc[r][j] = _mm512_mask3_fmadd_ps(dy_vector, inputs[j], acc[r][j], pixels);
   };
   if constexpr (V > 0) {
     Split chunks[V + 1];
 #pragma GCC unroll 8
-    for (int q = 0; q <= V; ++q) {
+    for (int q = 0; q < V; ++q) {
       chunks[q] = split_chunk<KW>(first + kChunk * q, second + kChunk * q, plan.chunk_columns[size_t(q)]);
     }
+    // The last chunk is often past the row's end: zero, not loaded.
+    const __mmask16 last = plan.chunk_columns[size_t(V)];
+    chunks[V] = last ? split_chunk<KW>(first + kChunk * V, second + kChunk * V, last) : Split{};
     __m512 inputs[V][KW];
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) tap_inputs<KW>(chunks[v], chunks[v + 1], shift, inputs[v]);
