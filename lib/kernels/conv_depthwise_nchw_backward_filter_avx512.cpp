@@ -140,15 +140,28 @@ struct RowsMet {
   }
 };
 
+// An unrolled row's masks, copied from the plan once per image: read from it per row, each was
+// loaded again per kernel row and vector.
+template <int V>
+struct RowMasks {
+  __mmask16 columns[V + 1], pixels[V > 0 ? V : 1];
+
+  explicit RowMasks(const Plan& plan) {
+    for (int v = 0; v < V; ++v) pixels[v] = plan.pixels[size_t(v)];
+    for (int q = 0; q <= V && V > 0; ++q) columns[q] = plan.chunk_columns[size_t(q)];
+  }
+};
+
 // One input row's FMAs: each vector against the dy vector of each kernel row that meets it, the
 // vectors in the direct kernel's order. V vectors unrolled, or (V = 0) any number in a loop that
 // splits each chunk once and carries it to the next vector.
 template <int KW, int Rows, int V>
 inline __attribute__((always_inline)) void input_row(const Plan& plan, const float* first, const float* second,
-                                                     const bool (&meets)[Rows], const RowsMet<Rows>& rows,
-                                                     const __m512i (&shift)[3], __m512 (&acc)[Rows][KW]) {
+                                                     const RowMasks<V>& masks, const bool (&meets)[Rows],
+                                                     const RowsMet<Rows>& rows, const __m512i (&shift)[3],
+                                                     __m512 (&acc)[Rows][KW]) {
   auto accumulate = [&](int r, int64_t v, const __m512(&inputs)[KW]) __attribute__((always_inline)) {
-    const __mmask16 pixels = plan.pixels[size_t(v)];
+    const __mmask16 pixels = V > 0 ? masks.pixels[v] : plan.pixels[size_t(v)];
     // One load for the KW FMAs: as the memory operand of each, the loads were what limited the walk
     // (bench/RESULTS.md, "Session 38"). A masked load, which the compiler does not fold.
     const __m512 dy_vector = _mm512_maskz_load_ps(pixels, rows.dy[r] + v);
@@ -159,10 +172,10 @@ inline __attribute__((always_inline)) void input_row(const Plan& plan, const flo
     Split chunks[V + 1];
 #pragma GCC unroll 8
     for (int q = 0; q < V; ++q) {
-      chunks[q] = split_chunk<KW>(first + kChunk * q, second + kChunk * q, plan.chunk_columns[size_t(q)]);
+      chunks[q] = split_chunk<KW>(first + kChunk * q, second + kChunk * q, masks.columns[q]);
     }
     // The last chunk is often past the row's end: zero, not loaded.
-    const __mmask16 last = plan.chunk_columns[size_t(V)];
+    const __mmask16 last = masks.columns[V];
     chunks[V] = last ? split_chunk<KW>(first + kChunk * V, second + kChunk * V, last) : Split{};
     __m512 inputs[V][KW];
 #pragma GCC unroll 8
@@ -216,13 +229,14 @@ void image(const ConvGeometry& g, const Plan& plan, const float* first, int64_t 
     for (int j = 0; j < KW; ++j) acc[r][j] = sums[r][j];
   }
   RowsMet<Rows> rows(plan, kh0, g.kernel[1], grad);
+  const RowMasks<V> masks(plan);
   for (int64_t ih = 0; ih < g.in[1]; ++ih) {
     bool meets[Rows], any = false;
 #pragma GCC unroll 4
     for (int r = 0; r < Rows; ++r) any |= meets[r] = rows.next_ih[r] == ih;
     if (!any) continue;
     const float* row = first + ih * g.x.spatial[1] + plan.lowest;
-    input_row<KW, Rows, V>(plan, row, row + x_step, meets, rows, shift, acc);
+    input_row<KW, Rows, V>(plan, row, row + x_step, masks, meets, rows, shift, acc);
     rows.advance(meets, g.stride[1], plan.vectors);
   }
 #pragma GCC unroll 4
@@ -253,6 +267,8 @@ void pair_of_groups(const ConvGeometry& g, const Plan& plan, const float* x, con
   const float* dy_first = dy + group * g.y.channel;
   const int64_t x_step = paired ? g.x.channel : 0, dy_step = paired ? g.y.channel : 0;
   const __m512i shift[3] = {half_shift<1>(), half_shift<2>(), half_shift<3>()};
+  const __m512i low_halves = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  const __m512i high_halves = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
   for (int64_t kh0 = 0; kh0 < g.kernel[1]; kh0 += Rows) {
     __m512 sums[Rows][KW];  // [kernel row][tap's distance from the lowest]
 #pragma GCC unroll 4
@@ -261,14 +277,17 @@ void pair_of_groups(const ConvGeometry& g, const Plan& plan, const float* x, con
       for (int j = 0; j < KW; ++j) sums[r][j] = _mm512_setzero_ps();
     }
     for (int64_t n = 0; n < g.batch; ++n) {
-      // The image's dy vectors: the first group's pixels, then the second's over the high half.
+      // The image's dy vectors, the first group's pixels in the low half and the second's in the
+      // high one: two vectors from 16 pixels of each group.
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
         const float* dy_row = dy_first + n * g.y.batch + oh * g.y.spatial[1];
-        for (int64_t v = 0; v < vectors; ++v) {
-          const __mmask16 pixels = plan.pixels[size_t(v)];
-          const __m512 low = _mm512_maskz_loadu_ps(__mmask16(pixels & 0xFF), dy_row + kPixels * v);
-          grad[oh * vectors + v] =
-              _mm512_mask_loadu_ps(low, __mmask16(pixels & 0xFF00), dy_row + dy_step + kPixels * (v - 1));
+        __m512* row_grad = grad + oh * vectors;
+        for (int64_t v = 0; v < vectors; v += 2) {
+          const __mmask16 pixels = Avx512Floats::first_lanes(g.out[2] - kPixels * v);
+          const __m512 first = _mm512_maskz_loadu_ps(pixels, dy_row + kPixels * v);
+          const __m512 second = _mm512_maskz_loadu_ps(pixels, dy_row + dy_step + kPixels * v);
+          row_grad[v] = _mm512_permutex2var_ps(first, low_halves, second);
+          if (v + 1 < vectors) row_grad[v + 1] = _mm512_permutex2var_ps(first, high_halves, second);
         }
       }
       image_any_width<KW, Rows>(g, plan, x + n * g.x.batch + group * g.x.channel, x_step, grad, kh0, shift, sums);
