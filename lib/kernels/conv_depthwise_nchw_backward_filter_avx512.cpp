@@ -160,13 +160,18 @@ inline __attribute__((always_inline)) void input_row(const Plan& plan, const flo
                                                      const RowMasks<V>& masks, const bool (&meets)[Rows],
                                                      const RowsMet<Rows>& rows, const __m512i (&shift)[3],
                                                      __m512 (&acc)[Rows][KW]) {
+  // Only the last vector may have pixels past the row's end: its FMAs are masked, the others' not.
   auto accumulate = [&](int r, int64_t v, const __m512(&inputs)[KW]) __attribute__((always_inline)) {
     const __mmask16 pixels = V > 0 ? masks.pixels[v] : plan.pixels[size_t(v)];
     // One load for the KW FMAs: as the memory operand of each, the loads were what limited the walk
     // (bench/RESULTS.md, "Session 38"). A masked load, which the compiler does not fold.
     const __m512 dy_vector = _mm512_maskz_load_ps(pixels, rows.dy[r] + v);
+    const bool last = v == (V > 0 ? V : plan.vectors) - 1;
 #pragma GCC unroll 8
-    for (int j = 0; j < KW; ++j) acc[r][j] = _mm512_mask3_fmadd_ps(dy_vector, inputs[j], acc[r][j], pixels);
+    for (int j = 0; j < KW; ++j) {
+      acc[r][j] = last ? _mm512_mask3_fmadd_ps(dy_vector, inputs[j], acc[r][j], pixels)
+                       : _mm512_fmadd_ps(dy_vector, inputs[j], acc[r][j]);
+    }
   };
   if constexpr (V > 0) {
     Split chunks[V + 1];
@@ -183,10 +188,15 @@ inline __attribute__((always_inline)) void input_row(const Plan& plan, const flo
 #pragma GCC unroll 4
     for (int r = 0; r < Rows; ++r) {
       if (!meets[r]) continue;
+      if (plan.left_edge_after < 0) {
 #pragma GCC unroll 8
-      for (int v = 0; v < V; ++v) {
-        if (v > 0 || plan.left_edge_after < 0) accumulate(r, v, inputs[v]);
-        if (v == plan.left_edge_after) accumulate(r, 0, inputs[0]);
+        for (int v = 0; v < V; ++v) accumulate(r, v, inputs[v]);
+      } else {
+#pragma GCC unroll 8
+        for (int v = 1; v < V; ++v) {
+          accumulate(r, v, inputs[v]);
+          if (v == plan.left_edge_after) accumulate(r, 0, inputs[0]);
+        }
       }
     }
   } else {
