@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "conv_backward_filter_direct_impl.hpp"  // the domain, vector order and horizontal sum whose bits these are
 #include "conv_depthwise_nchw_backward_filter.hpp"
@@ -19,6 +18,9 @@ using Pairs = Avx512GroupPairs;
 constexpr int kPixels = 8;                // per group and vector: the direct kernel's chains
 constexpr int kChunk = 2 * kPixels;       // input columns from one vector's first pixel to the next's
 constexpr int64_t kMaxPadBegin = kChunk;  // so that only vector 0 reads the left padding
+// The plan's bounds (no standard container here: lib/README.md, "One kernel, several ISAs").
+constexpr int64_t kMaxVectors = 64;  // rows of up to 512 outputs
+constexpr int64_t kMaxKernelRows = 32;
 
 // Kernel rows a pass over the images holds: its accumulators (rows x KW), two chunks' split inputs,
 // a vector's tap inputs and the permutes' indices fit the 32 registers.
@@ -46,12 +48,12 @@ struct KernelRow {
 struct Plan {
   int64_t vectors = 0;
   int64_t lowest = 0;
-  std::vector<__mmask16> chunk_columns;  // per chunk (vectors + 1): its columns inside the row
-  std::vector<__mmask16> pixels;         // per vector: its pixels inside the row, in both halves
+  __mmask16 chunk_columns[kMaxVectors + 1];  // per chunk (vectors + 1): its columns inside the row
+  __mmask16 pixels[kMaxVectors];             // per vector: its pixels inside the row, in both halves
   // The direct kernel takes a row's body vectors, then its edges: where vector 0 reads the padding
   // and a body follows, it comes after body vector `left_edge_after`; else -1 (ow order).
   int64_t left_edge_after = -1;
-  std::vector<KernelRow> kernel_rows;  // per kernel row, in weight order
+  KernelRow kernel_rows[kMaxKernelRows];  // per kernel row, in weight order
 };
 
 template <int KW>
@@ -60,11 +62,11 @@ Plan plan_pairs(const ConvGeometry& g) {
   plan.vectors = (g.out[2] + kPixels - 1) / kPixels;
   plan.lowest = -g.pad_begin[2];
   for (int64_t q = 0; q <= plan.vectors; ++q) {
-    plan.chunk_columns.push_back(lanes_inside<Avx512Floats>(plan.lowest + kChunk * q, g.in[2]));
+    plan.chunk_columns[q] = lanes_inside<Avx512Floats>(plan.lowest + kChunk * q, g.in[2]);
   }
   for (int64_t v = 0; v < plan.vectors; ++v) {
     const unsigned lanes = (1u << std::min<int64_t>(kPixels, g.out[2] - kPixels * v)) - 1;
-    plan.pixels.push_back(__mmask16(lanes | lanes << 8));
+    plan.pixels[v] = __mmask16(lanes | lanes << 8);
   }
   const auto columns = plan_columns<Avx512YmmFloats, KW, 2>(g);
   if (columns.body_begin > 0 && columns.body_begin < columns.body_end) {
@@ -74,7 +76,7 @@ Plan plan_pairs(const ConvGeometry& g) {
     int64_t begin = 0, end = g.out[1];
     while (begin < end && input_coordinate(g, 1, begin, kh) < 0) ++begin;
     while (end > begin && input_coordinate(g, 1, end - 1, kh) >= g.in[1]) --end;
-    plan.kernel_rows.push_back({input_coordinate(g, 1, begin, kh), begin, end - begin});
+    plan.kernel_rows[kh] = {input_coordinate(g, 1, begin, kh), begin, end - begin};
   }
   return plan;
 }
@@ -125,7 +127,7 @@ struct RowsMet {
 
   RowsMet(const Plan& plan, int64_t kh0, int64_t kernel_height, const __m512* grad) {
     for (int r = 0; r < Rows; ++r) {
-      const KernelRow row = kh0 + r < kernel_height ? plan.kernel_rows[size_t(kh0 + r)] : KernelRow{};
+      const KernelRow row = kh0 + r < kernel_height ? plan.kernel_rows[kh0 + r] : KernelRow{};
       next_ih[r] = row.count > 0 ? row.first_ih : INT64_MAX;
       left[r] = row.count;
       dy[r] = grad + row.first_oh * plan.vectors;
@@ -147,8 +149,8 @@ struct RowMasks {
   __mmask16 columns[V + 1], pixels[V > 0 ? V : 1];
 
   explicit RowMasks(const Plan& plan) {
-    for (int v = 0; v < V; ++v) pixels[v] = plan.pixels[size_t(v)];
-    for (int q = 0; q <= V && V > 0; ++q) columns[q] = plan.chunk_columns[size_t(q)];
+    for (int v = 0; v < V; ++v) pixels[v] = plan.pixels[v];
+    for (int q = 0; q <= V && V > 0; ++q) columns[q] = plan.chunk_columns[q];
   }
 };
 
@@ -162,7 +164,7 @@ inline __attribute__((always_inline)) void input_row(const Plan& plan, const flo
                                                      __m512 (&acc)[Rows][KW]) {
   // Only the last vector may have pixels past the row's end: its FMAs are masked, the others' not.
   auto accumulate = [&](int r, int64_t v, const __m512(&inputs)[KW]) __attribute__((always_inline)) {
-    const __mmask16 pixels = V > 0 ? masks.pixels[v] : plan.pixels[size_t(v)];
+    const __mmask16 pixels = V > 0 ? masks.pixels[v] : plan.pixels[v];
     // One load for the KW FMAs: as the memory operand of each, the loads were what limited the walk
     // (bench/RESULTS.md, "Session 38"). A masked load, which the compiler does not fold.
     const __m512 dy_vector = _mm512_maskz_load_ps(pixels, rows.dy[r] + v);
@@ -204,7 +206,7 @@ inline __attribute__((always_inline)) void input_row(const Plan& plan, const flo
     __m512 left_edge[KW] = {};  // set at vector 0 where used
     for (int64_t v = 0; v < plan.vectors; ++v) {
       const Split next =
-          split_chunk<KW>(first + kChunk * (v + 1), second + kChunk * (v + 1), plan.chunk_columns[size_t(v + 1)]);
+          split_chunk<KW>(first + kChunk * (v + 1), second + kChunk * (v + 1), plan.chunk_columns[v + 1]);
       __m512 inputs[KW];
       tap_inputs<KW>(chunk, next, shift, inputs);
       if (v == 0 && plan.left_edge_after > 0) {
@@ -335,6 +337,7 @@ bool depthwise_nchw_backward_filter_supported(const ConvGeometry& g) {
   return process_may_use(jit::Isa::Avx512) &&  // the host first: the rest is compiled for AVX-512
          g.layout == CONVJIT_NCHW && g.oc_per_group == 1 && g.ic_per_group == 1 && g.stride[2] == 2 &&
          g.dilation[2] == 1 && g.pad_begin[2] <= kMaxPadBegin && g.kernel[0] == 1 && g.in[0] == 1 && g.out[0] == 1 &&
+         g.out[2] <= kMaxVectors * kPixels && g.kernel[1] <= kMaxKernelRows &&
          backward_filter_direct_fits(g, DirectFilterScope::FewChannels) &&
          g.out[1] * ((g.out[2] + kPixels - 1) / kPixels) * kChunk <= int64_t(kScratchFloats);
 }

@@ -112,7 +112,7 @@ TEST(DepthwiseNchwBackwardFilter, OracleValuesAndTheDirectKernelsBitsForAnyThrea
 }
 
 // Outside its domain the direct kernel keeps the problem: W stride 1, W dilation, more than one
-// channel per group, NHWC, 3D.
+// channel per group, NHWC, 3D, rows past the plan's 512 outputs, kernels over 32 rows.
 TEST(DepthwiseNchwBackwardFilter, TakesOnlyDepthwiseNchwAtWStrideTwo) {
   if (!detail::process_may_use(jit::Isa::Avx512)) {
     GTEST_SKIP() << "AVX-512 is absent or capped (CONVJIT_MAX_ISA): the kernel is AVX-512 only";
@@ -139,6 +139,14 @@ TEST(DepthwiseNchwBackwardFilter, TakesOnlyDepthwiseNchwAtWStrideTwo) {
   EXPECT_FALSE(takes(other));
   other = d;
   other.layout = Layout::NHWC;
+  EXPECT_FALSE(takes(other));
+  other = d;
+  other.in_size[1] = 2 * 512 + 1;  // 512 outputs a row
+  EXPECT_TRUE(takes(other));
+  other.in_size[1] += 2;
+  EXPECT_FALSE(takes(other));
+  other = d;
+  other.in_size[0] = other.kernel[0] = 33;
   EXPECT_FALSE(takes(other));
   other = d;
   other.rank = 3;
