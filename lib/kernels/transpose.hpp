@@ -1,7 +1,8 @@
 // A matrix transpose, dst[c][r] = src[r][c] for an r x c row-major src: the layout copies of the
 // rewrite rules (NHWC <-> NCHW images, per image [pixel][channel] <-> [channel][pixel]) and the
-// driver's k-major weights for packing row kernels (lib/driver/packed_weights.hpp). In 8 x 8
-// blocks transposed in registers (AVX2), the edges element by element; images of few channels
+// driver's k-major weights for packing row kernels (lib/driver/packed_weights.hpp). In blocks
+// transposed in registers: 16 x 16 on AVX-512 (the edges masked), 8 x 8 on AVX2 (the edges element
+// by element); images of few channels
 // with the channel count a constant (transpose_few_channels_impl.hpp). Copies, so every build
 // gives the same result.
 #pragma once
@@ -38,6 +39,7 @@ void transpose_few_channels(int64_t channels, int64_t pixels, const float* src, 
 }  // namespace avx2
 
 namespace avx512 {
+void transpose_matrix(int64_t rows, int64_t cols, ConstRows src, Rows dst);
 void transpose_few_channels(int64_t channels, int64_t pixels, const float* src, float* dst, bool to_nchw);
 }  // namespace avx512
 

@@ -1,6 +1,7 @@
 // lib/kernels/transpose: the layout copies' matrix transpose, each build the host has, on shapes
-// around its 8 x 8 blocks and 16-column strips (and rows 4 KiB apart, which take 8-column strips),
-// against the element-by-element definition, with rows packed or further apart on either side;
+// around its blocks (8 x 8 on AVX2, 16 x 16 on AVX-512) and 16-column strips (and rows 4 KiB
+// apart, which take AVX2's 8-column strips), against the element-by-element definition, with rows
+// packed or further apart on either side;
 // the few-channel image transpose of each build, both directions; nothing outside the destination
 // is written.
 #include "transpose.hpp"
@@ -26,11 +27,12 @@ TEST(Transpose, EveryBuildMatchesTheDefinition) {
   };
   void (*widest)(int64_t, int64_t, detail::ConstRows, detail::Rows) = detail::transpose_matrix;
   const Build builds[] = {{"widest", true, widest},
-                          {"avx2", jit::host_has(jit::Isa::Avx2Fma), detail::avx2::transpose_matrix}};
+                          {"avx2", jit::host_has(jit::Isa::Avx2Fma), detail::avx2::transpose_matrix},
+                          {"avx512", jit::host_has(jit::Isa::Avx512), detail::avx512::transpose_matrix}};
   for (const Build& b : builds) {
     if (!b.available) continue;
-    for (int64_t rows : {1, 7, 8, 9, 16, 23, 64, 1024}) {
-      for (int64_t cols : {1, 3, 8, 15, 16, 17, 24, 33, 70}) {
+    for (int64_t rows : {1, 7, 8, 9, 15, 16, 17, 23, 32, 33, 64, 1024}) {
+      for (int64_t cols : {1, 3, 8, 15, 16, 17, 24, 31, 32, 33, 70}) {
         for (int64_t gap : {0, 5}) {
           // Rows gap floats longer than the matrix on both sides; the source's gaps hold NaN.
           const int64_t src_stride = cols + gap, stride = rows + gap;
