@@ -74,6 +74,13 @@ struct Avx512Floats {
   // interleaved, then pairs of pairs, then the 128-bit quarters gathered in two steps. (Zero-masked
   // forms with every lane: GCC 12's plain ones pass an undefined vector and warn about it.)
   __attribute__((always_inline)) static void transpose(Vec (&rows)[kLanes]) {
+    transpose_to(
+        rows, [&](int i, Vec row) __attribute__((always_inline)) { rows[i] = row; });
+  }
+  // The same, each transposed row i handed to put(i, row) as soon as it is formed: a caller that
+  // stores it frees its register at once (one that keeps all 16 until the end spills).
+  template <typename Put>
+  __attribute__((always_inline)) static void transpose_to(const Vec (&rows)[kLanes], Put&& put) {
     Vec t[16], u[16];
     for (int i = 0; i < 16; i += 2) {
       t[i] = _mm512_maskz_unpacklo_ps(all_lanes(), rows[i], rows[i + 1]);
@@ -92,10 +99,10 @@ struct Avx512Floats {
                 odd_01 = _mm512_maskz_shuffle_f32x4(all_lanes(), u[c], u[4 + c], 0xDD);
       const Vec even_23 = _mm512_maskz_shuffle_f32x4(all_lanes(), u[8 + c], u[12 + c], 0x88);
       const Vec odd_23 = _mm512_maskz_shuffle_f32x4(all_lanes(), u[8 + c], u[12 + c], 0xDD);
-      rows[c] = _mm512_maskz_shuffle_f32x4(all_lanes(), even_01, even_23, 0x88);
-      rows[8 + c] = _mm512_maskz_shuffle_f32x4(all_lanes(), even_01, even_23, 0xDD);
-      rows[4 + c] = _mm512_maskz_shuffle_f32x4(all_lanes(), odd_01, odd_23, 0x88);
-      rows[12 + c] = _mm512_maskz_shuffle_f32x4(all_lanes(), odd_01, odd_23, 0xDD);
+      put(c, _mm512_maskz_shuffle_f32x4(all_lanes(), even_01, even_23, 0x88));
+      put(8 + c, _mm512_maskz_shuffle_f32x4(all_lanes(), even_01, even_23, 0xDD));
+      put(4 + c, _mm512_maskz_shuffle_f32x4(all_lanes(), odd_01, odd_23, 0x88));
+      put(12 + c, _mm512_maskz_shuffle_f32x4(all_lanes(), odd_01, odd_23, 0xDD));
     }
   }
   static Vec set1(float v) { return _mm512_set1_ps(v); }

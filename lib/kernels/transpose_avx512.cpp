@@ -24,13 +24,13 @@ inline __attribute__((always_inline)) void transpose_block(const float* src, int
     else
       r[i] = i < rows ? F::load(src + i * src_stride, columns) : F::zero();
   }
-  F::transpose(r);
-  for (int j = 0; j < F::kLanes; ++j) {
-    if (Whole)
-      F::store(dst + j * dst_stride, r[j]);
-    else if (j < cols)
-      F::store(dst + j * dst_stride, r[j], lanes);
-  }
+  F::transpose_to(
+      r, [&](int j, F::Vec row) __attribute__((always_inline)) {
+        if (Whole)
+          F::store(dst + j * dst_stride, row);
+        else if (j < cols)
+          F::store(dst + j * dst_stride, row, lanes);
+      });
 }
 
 }  // namespace
