@@ -77,6 +77,7 @@ typedef struct convjit_conv_kernel {
    * run of tiles of those channels (a transpose: lib/driver/packed_weights.hpp). */
   int32_t packs_weights;
   int64_t oc_block;                 /* packing kernels: output channels per tile, at most (0: any) */
+  int64_t oc_granule;               /* channels per register block: tiles of multiples run no partial one (0: any) */
   int64_t min_row_pixels;           /* row kernels: shorter segments go to the generic tile */
   int64_t row_lanes;                /* row kernels: output pixels per vector (the driver's flattening reads it) */
   int32_t row_kernel;               /* 1: takes one output row segment and an input view */

@@ -127,6 +127,7 @@ class LlvmBackend : public Backend {
     out->kernel.row_kernel = 1;
     out->kernel.min_row_pixels = llvm_backend::nchw_ir_min_row_pixels(plan);
     out->kernel.row_lanes = llvm_backend::kLanes;
+    out->kernel.oc_granule = plan.oc_block;
     out->key = key;
     out->name = key.name();
     out->code_bytes = last_object_bytes_;

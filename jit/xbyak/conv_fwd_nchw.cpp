@@ -463,6 +463,7 @@ bool generate_conv_fwd_nchw(const SpecKey& key, CompiledKernel* out, std::string
   kernel.row_kernel = 1;
   kernel.min_row_pixels = plan.min_row_pixels;
   kernel.row_lanes = plan.isa.lanes;
+  kernel.oc_granule = plan.oc_block;
   kernel.compacts_grid = plan.compacts_grid;
   return emit_kernel(
       key, plan, kernel, [&] { return std::make_shared<Generator>(key, plan); }, out, error);

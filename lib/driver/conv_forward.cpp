@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "backend.hpp"
 #include "geometry.hpp"
@@ -23,8 +24,22 @@ constexpr int64_t kPackedFloatsTarget = 32 * 1024;
 // Tiles are runs of consecutive pixels of one output plane (n, od), so small images still fill
 // whole 16-column panels.
 struct ForwardTiling {
-  int64_t pixel_tile, pixel_tiles, oc_chunk, oc_chunks;
+  int64_t pixel_tile, pixel_tiles;
+  // A group's output channels in oc_chunks chunks of whole granules (the last granule may be
+  // short), the granules shared out evenly: chunks of the rounded-up size with the rest in a last
+  // one keep a thread at work while the other waits (256 channels in 8: seven of 36 and one of 4).
+  int64_t oc_granule, oc_granules, oc_chunks;
+  int64_t oc_chunk;                                          // the largest chunk's channels
   int64_t tasks() const { return pixel_tiles * oc_chunks; }  // per (n, group, od)
+  // Chunk c's channels of a group of oc_per_group: [first, end).
+  std::pair<int64_t, int64_t> oc_range(int64_t c, int64_t oc_per_group) const {
+    // chunk * oc_granules / oc_chunks without the product (chunk < oc_chunks, a few per thread)
+    const int64_t whole = oc_granules / oc_chunks, rest = oc_granules % oc_chunks;
+    auto first = [&](int64_t chunk) {
+      return std::min(oc_per_group, (chunk * whole + chunk * rest / oc_chunks) * oc_granule);
+    };
+    return {first(c), first(c + 1)};
+  }
 };
 
 // What the kernel that runs asks of its tiles.
@@ -97,8 +112,9 @@ ForwardTiling plan_tiling(const ConvGeometry& g, int threads, const TileNeeds& n
   if (planes * t.oc_chunks * t.pixel_tiles < wanted) {
     t.oc_chunks = std::min((wanted + planes * t.pixel_tiles - 1) / (planes * t.pixel_tiles), granules);
   }
+  t.oc_granule = oc_granule;
+  t.oc_granules = granules;
   t.oc_chunk = (granules + t.oc_chunks - 1) / t.oc_chunks * oc_granule;
-  t.oc_chunks = (g.oc_per_group + t.oc_chunk - 1) / t.oc_chunk;
   return t;
 }
 
@@ -325,7 +341,9 @@ ForwardPlan plan_conv_forward(const ConvGeometry& g, const ForwardKernels& kerne
   p.tiling = plan_tiling(g, threads,
                          {.packs_patches = !specialized && kernels.generic->packs_patches,
                           .pixel_granule = kernels.generic->pixel_granule,
-                          .oc_granule = p.packed ? specialized->oc_block : kernels.generic->oc_granule,
+                          .oc_granule = p.packed                                 ? specialized->oc_block
+                                        : specialized && specialized->oc_granule ? specialized->oc_granule
+                                                                                 : kernels.generic->oc_granule,
                           .whole_rows = p.flat,
                           .row_segments = specialized && specialized->row_kernel,
                           .packs_weights = p.packed,
@@ -372,8 +390,8 @@ void run_forward_task(const ConvGeometry& g, const ForwardPlan& p, int64_t task,
   const int64_t group = plane % g.groups, n = plane / g.groups;
 
   const int64_t pixels = g.out[1] * g.out[2];
-  const int64_t first_oc = group * g.oc_per_group + oc_chunk * tiling.oc_chunk;
-  const int64_t end_oc = std::min(first_oc + tiling.oc_chunk, (group + 1) * g.oc_per_group);
+  const auto [chunk_first, chunk_end] = tiling.oc_range(oc_chunk, g.oc_per_group);
+  const int64_t first_oc = group * g.oc_per_group + chunk_first, end_oc = group * g.oc_per_group + chunk_end;
   const int64_t first_pixel = pixel_tile * tiling.pixel_tile;
   float* scratch = thread_scratch(size_t(p.packed_floats + p.rows_floats) + kScratchFloats);
   convjit_conv_tile tile{};
