@@ -17,11 +17,11 @@ inline constexpr int64_t kMaxTransposedWeights = int64_t(1) << 22;
 // whose input is dy and output dx) and says how many floats the transposed weights take.
 bool backward_data_as_forward(const ConvGeometry& g, const convjit_conv_params& params, convjit_conv_params* forward);
 
-// w_t = the weights of `forward` (see above) from the weights w of g.
-void transpose_weights(const ConvGeometry& g, const float* w, float* w_t);
+// w_t = the weights of `forward` (see above) from the weights w of g, on up to `threads` threads.
+void transpose_weights(const ConvGeometry& g, const float* w, float* w_t, int threads);
 // Those weights: w itself where one input and one output channel per group make the transpose the
 // identity (depthwise), else the transpose in the calling thread's operand buffer.
-const float* weights_of_the_forward(const ConvGeometry& g, const float* w);
+const float* weights_of_the_forward(const ConvGeometry& g, const float* w, int threads);
 
 // A forward call's weights: a forward convolution's own ([oc][k] rows), or those of the backward
 // data problem that runs as the forward (`backward`, its weights `backward_w`), transposed into
@@ -32,7 +32,9 @@ struct ForwardWeights {
   const float* rows = nullptr;
   const ConvGeometry* backward = nullptr;
   const float* backward_w = nullptr;
-  const float* as_rows() const { return rows ? rows : weights_of_the_forward(*backward, backward_w); }
+  const float* as_rows(int threads) const {
+    return rows ? rows : weights_of_the_forward(*backward, backward_w, threads);
+  }
 };
 
 // With a 1x1 kernel and stride > 1 (strided pointwise, as ResNet's downsampling shortcuts), each

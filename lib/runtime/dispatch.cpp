@@ -71,7 +71,7 @@ void run_forward_call(const detail::ConvGeometry& g, const convjit_conv_params& 
                       const float* x, const detail::ForwardWeights& weights, const float* bias, bool relu, float* y) {
   const bool in_place = weights.backward && detail::packs_backward_weights_in_place(runs, kernels);
   assert((!in_place || (!bias && !relu)) && "a backward data problem has neither");
-  const float* w = in_place ? nullptr : weights.as_rows();
+  const float* w = in_place ? nullptr : weights.as_rows(threads);
   auto run = [&](const float* on_x, const float* on_w, float* on_y) {
     if (in_place) {
       detail::run_conv_forward_on_backward_weights(

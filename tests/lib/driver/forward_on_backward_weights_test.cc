@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,7 @@ bool rewrite(const ConvDims& d, Rewritten* out) {
 std::vector<float> forward_rows(const Rewritten& r, const std::vector<float>& w) {
   const detail::ConvGeometry& f = r.forward;
   std::vector<float> transposed(size_t(f.out_channels * f.reduction));
-  detail::transpose_weights(r.g, w.data(), transposed.data());
+  detail::transpose_weights(r.g, w.data(), transposed.data(), 1);
   if (r.backward.layout == Layout::NHWC) return transposed;
   std::vector<float> rows(transposed.size());
   for (int64_t oc = 0; oc < f.out_channels; ++oc) {
@@ -79,6 +80,54 @@ ConvDims random_backward(Rng& rng, int i, Layout layout) {
   d.in_channels = d.groups * (1 + i * 7 % 37);   // the forward's output channels: blocks and tails
   d.out_channels = d.groups * (1 + i * 5 % 11);  // its input channels
   return d;
+}
+
+// The transposed weights (lib/rewrite/backward_as_forward.hpp: transpose_weights) on 1 to 3
+// threads, for weights past the threads' work threshold (so their blocks of 16 output channels are
+// shared out, a partial block included): each group's channels swapped, the taps kept (NCHW
+// [oc][ic][tap] -> [ic][oc][tap], NHWC [oc][tap][ic] -> [ic][tap][oc]), every element written.
+TEST(TransposedWeights, EveryThreadCountSwapsEachGroupsChannels) {
+  struct Case {
+    int32_t rank;
+    int64_t groups, out_per_group, in_per_group, kernel;
+  };
+  const Case cases[] = {{2, 1, 300, 80, 3}, {2, 3, 130, 70, 3}, {2, 1, 600, 401, 1}, {1, 2, 205, 250, 5}};
+  Rng rng(0x7A45);
+  for (const Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    for (const Case& c : cases) {
+      ConvDims d;
+      d.rank = c.rank;
+      d.layout = layout;
+      d.groups = c.groups;
+      d.out_channels = c.groups * c.out_per_group;
+      d.in_channels = c.groups * c.in_per_group;
+      d.in_size = {9, 9, 1};
+      d.kernel = {c.kernel, c.rank == 2 ? c.kernel : 1, 1};
+      detail::ConvGeometry g;
+      ASSERT_TRUE(detail::make_conv_geometry(d.to_c(), &g).ok()) << describe(d);
+      SCOPED_TRACE(describe(d));
+      const std::vector<float> w = random_floats(rng, g.out_channels * g.reduction);
+      const int64_t ocg = g.oc_per_group, icg = g.ic_per_group, taps = g.taps;
+      for (int threads = 1; threads <= 3; ++threads) {
+        std::vector<float> w_t = nan_buffer(g.out_channels * g.reduction);
+        detail::transpose_weights(g, w.data(), w_t.data(), threads);
+        int64_t wrong = 0;
+        for (int64_t group = 0; group < g.groups; ++group) {
+          for (int64_t oc = 0; oc < ocg; ++oc) {
+            for (int64_t ic = 0; ic < icg; ++ic) {
+              for (int64_t t = 0; t < taps; ++t) {
+                const bool nchw = layout == Layout::NCHW;
+                const int64_t from = (group * ocg + oc) * g.reduction + (nchw ? ic * taps + t : t * icg + ic);
+                const int64_t to = (group * icg + ic) * ocg * taps + (nchw ? oc * taps + t : t * ocg + oc);
+                wrong += std::memcmp(&w[size_t(from)], &w_t[size_t(to)], sizeof(float)) != 0 ? 1 : 0;
+              }
+            }
+          }
+        }
+        EXPECT_EQ(wrong, 0) << threads << " threads";
+      }
+    }
+  }
 }
 
 TEST(ForwardOnBackwardWeights, BlocksPackedAndRowsFormedInPlaceAreThoseOfTheTransposedWeights) {
@@ -140,7 +189,7 @@ TEST(ForwardOnBackwardWeights, SegmentsOnTheGenericTileGetTheirBlocksRowsAndItsB
     const std::vector<float> w = random_floats(rng, r.g.out_channels * r.g.reduction);
     const int64_t dx_floats = ref::conv_input_elements(r.backward);
     std::vector<float> want = nan_buffer(dx_floats);
-    detail::run_conv_forward(f, {&generic, nullptr}, 1, dy.data(), detail::weights_of_the_forward(r.g, w.data()),
+    detail::run_conv_forward(f, {&generic, nullptr}, 1, dy.data(), detail::weights_of_the_forward(r.g, w.data(), 1),
                              nullptr, false, want.data());
     for (int threads : {1, 3}) {
       std::vector<float> got = nan_buffer(dx_floats);
