@@ -38,18 +38,23 @@ constexpr int64_t kSampleEvery = 16;
 // Runs run(threads) for the calls-th call of slot, `compiled` telling the tier; each tier's first
 // call and every kSampleEvery-th after it are timed. threads: the runtime's, or one where the
 // slot's timed calls ran faster so lately (adapt: thread_choice.hpp); a small call's side and
-// timing follow the runtime's window of small calls (small_calls counts them).
+// timing follow the runtime's window of small calls (small_calls counts them; at each window that
+// follows the sides rather than probing them, the calls' side is decided again from the probes).
 template <typename Run>
 void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, detail::CallThreads call, bool adapt,
-                 std::atomic<int64_t>& small_calls, Run&& run) {
+                 detail::SmallCalls& small_calls, Run&& run) {
   const int64_t tier_call = compiled ? slot.calls_jit.fetch_add(1, std::memory_order_relaxed) + 1
                                      : calls - slot.calls_jit.load(std::memory_order_relaxed);
   const bool sampled = tier_call % kSampleEvery == 1;
   detail::ThreadTimes& times = compiled ? slot.thread_times_jit : slot.thread_times_generic;
   adapt = adapt && call.threads > 1;
-  const int64_t small_call = adapt && call.small ? small_calls.fetch_add(1, std::memory_order_relaxed) : -1;
-  const detail::CallChoice choice =
-      detail::choose_call_threads(times, adapt, small_call, sampled ? tier_call / kSampleEvery : -1);
+  const int64_t small_call = adapt && call.small ? small_calls.next() : -1;
+  if (small_call >= 0 && small_call % detail::kWindowCalls == 0 &&
+      detail::small_call_probe(small_call, small_calls.side().rare) < 0) {
+    small_calls.decide();
+  }
+  const detail::CallChoice choice = detail::choose_call_threads(
+      times, adapt, small_call, sampled ? tier_call / kSampleEvery : -1, small_calls.side());
   const bool timed = sampled || choice.timed;
   const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
   run(choice.alone ? 1 : call.threads);
@@ -59,7 +64,10 @@ void run_sampled(ConfigSlot& slot, int64_t calls, bool compiled, detail::CallThr
     (compiled ? slot.sampled_ns_jit : slot.sampled_ns_generic).fetch_add(ns, std::memory_order_relaxed);
     (compiled ? slot.samples_jit : slot.samples_generic).fetch_add(1, std::memory_order_relaxed);
   }
-  if (choice.timed && tier_call > 1) detail::record_time(times, choice.alone, ns);  // not the tier's first, cold call
+  if (choice.timed && tier_call > 1) {  // not the tier's first, cold call
+    detail::record_time(times, choice.alone, ns);
+    if (small_call >= 0) small_calls.add_probe(times);
+  }
 }
 
 // One forward call of g (as given: params) on the kernels chosen for what runs it: g, or its

@@ -148,7 +148,7 @@ struct Runtime::Impl {
   detail::KernelCache cache_;
   detail::GracePeriods grace_;  // every call that runs a compiled kernel reads it inside one
   std::atomic<int64_t> kernel_evictions_{0};
-  std::atomic<int64_t> small_calls_{0};  // small convolutions so far (thread_choice.hpp: their windows)
+  detail::SmallCalls small_calls_;  // thread_choice.hpp: their windows and their side
 
   std::mutex compile_serial_;  // one backend compile at a time
   std::mutex compile_mutex_;   // guards the queue and the counters below

@@ -167,6 +167,59 @@ TEST(ThreadChoice, AFarSlowerSideIsTriedRarelyOnceBothAreSettled) {
   EXPECT_EQ(alone_among_timed(alone_far_slower, 8 * kRareProbe), 8);
 }
 
+// The runtime's small calls take one side outside the probes: the one on which the probe calls
+// ran faster, each counting its configuration's means on both sides (none until some
+// configuration is timed on both); far slower on the other side, their cycles probe only every
+// kRareProbe-th time; a decision without probes since the last keeps the side.
+TEST(ThreadChoice, SmallCallsOutsideTheProbesTakeTheSideTheProbeCallsRanFasterOn) {
+  detail::SmallCalls small;
+  EXPECT_EQ(small.side().side, -1);
+  ThreadTimes team_only, alone_twice_as_fast, team_a_bit_faster;
+  record_time(team_only, false, 1000);
+  record_time(alone_twice_as_fast, false, 2000);
+  record_time(alone_twice_as_fast, true, 1000);
+  record_time(team_a_bit_faster, false, 1000);
+  record_time(team_a_bit_faster, true, 1200);
+  small.add_probe(team_only);
+  small.decide();
+  EXPECT_EQ(small.side().side, -1) << "a configuration timed on one side says nothing";
+  small.add_probe(alone_twice_as_fast);
+  small.decide();
+  EXPECT_EQ(small.side().side, 1);
+  EXPECT_TRUE(small.side().rare);
+  small.decide();
+  EXPECT_EQ(small.side().side, 1) << "no probe since: the side stays";
+  // Counted per probe call: six calls of a configuration a bit faster on the team outweigh one
+  // twice as fast alone (6 x 1000 + 2000 on the team against 6 x 1200 + 1000 alone).
+  for (int i = 0; i < 6; ++i) small.add_probe(team_a_bit_faster);
+  small.add_probe(alone_twice_as_fast);
+  small.decide();
+  EXPECT_EQ(small.side().side, 0);
+  EXPECT_FALSE(small.side().rare);
+
+  using detail::kWindowCalls;
+  int64_t settled = 0;
+  while (detail::small_call_probe(settled) != -1) settled += kWindowCalls;
+  for (const int side : {0, 1}) {
+    for (const ThreadTimes* own : {&alone_twice_as_fast, &team_a_bit_faster}) {
+      const detail::CallChoice choice = detail::choose_call_threads(*own, true, settled, -1, {side, false});
+      EXPECT_EQ(choice.alone, side == 1) << "the runtime's side, whatever the configuration's own";
+      EXPECT_FALSE(choice.timed);
+    }
+  }
+  const int64_t cycle = kWindowCalls * detail::kCycleWindows;
+  int probed[2] = {0, 0};  // windows of cycles 0 .. 2 kRareProbe - 1 probed, often and rarely
+  for (int64_t n = 0; n < 2 * kRareProbe * cycle; n += kWindowCalls) {
+    const int rare = detail::small_call_probe(n, true);
+    EXPECT_TRUE(rare == -1 || rare == detail::small_call_probe(n)) << "a rare cycle probes as an ordinary one";
+    if (n / cycle % kRareProbe != 0) EXPECT_EQ(rare, -1) << "cycle " << n / cycle;
+    probed[0] += detail::small_call_probe(n) >= 0;
+    probed[1] += rare >= 0;
+  }
+  EXPECT_EQ(probed[0], 2 * kRareProbe * detail::kProbeWindows);
+  EXPECT_EQ(probed[1], 2 * detail::kProbeWindows);
+}
+
 TEST(ThreadChoice, OneSlowCallDoesNotTurnTheChoice) {
   ThreadTimes times;
   record_times(times, false, 1000, 4);
