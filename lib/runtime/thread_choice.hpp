@@ -27,8 +27,8 @@ struct ThreadTimes {
 // wrote, so in a network of small layers each side timed amid the other's calls misjudges both
 // (bench/RESULTS.md, "Session 25"). A runtime's small calls go in windows of kWindowCalls, every
 // call of a window on one side: each cycle of kCycleWindows has kProbeWindows consecutive windows
-// whose calls are all timed, the team's and one thread's alternating, and in the others each
-// configuration takes the side its probe calls ran faster on. Where the probes sit in a cycle and
+// whose calls are all timed, the team's and one thread's alternating, and the others follow the
+// side the probes chose (below). Where the probes sit in a cycle and
 // which side goes first are drawn per cycle (a fixed hash of its number): a training step repeats
 // its calls with a period, and probes at fixed places could meet a configuration always on one
 // side, or never. Whether the team pays for small layers is the host's: it did not on session 25's
